@@ -1,0 +1,70 @@
+"""Normalisation of raw log text: ANSI escapes, `\\r` progress bars, CRLF, and paste damage.
+
+A physical line can hold several logical lines (a progress bar rewritten with `\\r`, or a second
+process's prefix glued after a bar); each logical line keeps the physical line's number.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+# CSI and OSC escapes, plus the literal forms a copy from some terminals leaves behind ("^[[31m", "ESC[0m").
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+                   r"|(?:\^\[|ESC)\[[0-9;]*[mK]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# A rank prefix starting in the middle of a line, glued after a progress bar or another process's text.
+_GLUED_PREFIX = re.compile(r"(?<=[^\s\[])(?=\[(?:rank|default)\d{1,6}\]:|\[[\w.-]{1,64}:\d{1,5}\]:)")
+MAX_LINE_CHARS = 64 * 1024
+
+
+def clean(text: str) -> str:
+    """Remove escapes and control characters from one logical line."""
+    if "\x1b" in text or "^[" in text or "ESC[" in text:
+        text = _ANSI.sub("", text)
+    if "\t" in text:
+        text = text.replace("\t", "    ")
+    return _CONTROL.sub("", text) if _CONTROL.search(text) else text
+
+
+def split_physical(line: str) -> list[str]:
+    """Split one physical line (without its newline) into logical lines."""
+    line = line.rstrip("\n")
+    if line.endswith("\r"):
+        line = line.rstrip("\r")
+    if "^M" in line:
+        line = line.replace("^M", "\r")
+    if len(line) > MAX_LINE_CHARS:
+        # A line this long is a progress bar or a binary blob; its head and tail carry any message.
+        line = line[: MAX_LINE_CHARS // 2] + " ... " + line[-MAX_LINE_CHARS // 2:]
+    parts = line.split("\r") if "\r" in line else [line]
+    out: list[str] = []
+    for part in parts:
+        part = clean(part)
+        if not part.strip():
+            continue
+        if "]:" in part and _GLUED_PREFIX.search(part):
+            out.extend(p for p in _GLUED_PREFIX.split(part) if p.strip())
+        else:
+            out.append(part)
+    return out or [""]
+
+
+def iter_logical(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """(physical line number, logical line) for every logical line of the input."""
+    for number, line in enumerate(lines, start=1):
+        for part in split_physical(line):
+            yield number, part
+
+
+def normalize_text(text: str) -> list[LogLineLite]:
+    """Normalise a whole text into logical lines (used by tests and small inputs)."""
+    return [LogLineLite(n, t) for n, t in iter_logical(text.split("\n"))]
+
+
+class LogLineLite:
+    __slots__ = ("number", "text")
+
+    def __init__(self, number: int, text: str) -> None:
+        self.number = number
+        self.text = text

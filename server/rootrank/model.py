@@ -1,0 +1,207 @@
+"""Small immutable records shared by every part of rootrank: log lines, events, diagnoses, code findings.
+
+Nothing here knows about a front end (CLI, language server); adapters convert these records.
+Positions: lines are 1-based; columns are 1-based counts of characters (code points); an end
+position is exclusive.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Role(str, enum.Enum):
+    """What a failure entry means for the run: it can start a failure, be suffered, or describe the launcher."""
+
+    CAUSE = "cause"
+    SYMPTOM = "symptom"
+    CONTEXT = "context"
+
+
+class Applicability(str, enum.Enum):
+    """How far a fix can be trusted, as in ruff: only SAFE fixes are applied by fix-all."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    DISPLAY_ONLY = "display-only"
+
+
+# --------------------------------------------------------------------------- log side
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """One logical line of a log after normalisation, with what the launcher prefix told us."""
+
+    number: int  # 1-based line number in its source
+    text: str  # the message with launcher prefixes removed
+    raw: str  # the line as read (after decoding), for evidence
+    source: str = "-"  # file path, or "-" for stdin / pasted text
+    rank: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+    time: float | None = None  # seconds; comparable only within one log (glog stamps have no year)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A log line (or traceback) that matched a failure entry."""
+
+    rule: str
+    role: Role
+    severity: Severity
+    line: LogLine
+    fields: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    pattern: str = ""  # the pattern name that matched
+    traceback: tuple[LogLine, ...] = ()  # the traceback this event closes, when it does
+    order: int = 0  # position in the merged stream (order of appearance)
+
+    @property
+    def rank(self) -> int | None:
+        return self.line.rank
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    line: int
+    rank: int | None
+    text: str
+    source: str = "-"
+
+
+@dataclass(frozen=True, slots=True)
+class RootCause:
+    rule: str
+    title: str
+    severity: Severity
+    rank: int | None
+    host: str | None
+    line: int
+    evidence: tuple[Evidence, ...]
+    why: str
+    fix: str
+    verify: str
+    references: tuple[str, ...]
+    source: str = "-"
+    fields: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    decided_by: str = ""  # the signal that decided the initiating rank
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    rank: int
+    rule: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Collateral:
+    rank: int
+    rule: str
+    line: int
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FindingSummary:
+    """One entry seen in the log, aggregated over its occurrences."""
+
+    rule: str
+    title: str
+    severity: Severity
+    role: Role
+    rank: int | None  # the first rank that showed it
+    line: int  # the first line that showed it
+    count: int
+    ranks: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineItem:
+    """One point of the per-rank timeline: what happened to a rank, and when (or in which order)."""
+
+    rank: int | None
+    rule: str
+    role: Role
+    line: int
+    order: int
+    time: float | None
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    root_cause: RootCause | None
+    candidates: tuple[Candidate, ...]
+    collateral: tuple[Collateral, ...]
+    findings: tuple[FindingSummary, ...]
+    ranks_seen: tuple[int, ...]
+    timeline: tuple[TimelineItem, ...] = ()
+    lines_read: int = 0
+    sources: tuple[str, ...] = ()
+    undecided: str = ""  # when the evidence does not decide the rank, why
+
+    @property
+    def failed(self) -> bool:
+        return self.root_cause is not None and self.root_cause.severity is Severity.ERROR
+
+
+# --------------------------------------------------------------------------- code side
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Replace the text between (line, column) and (end_line, end_column) with `text`."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    title: str
+    applicability: Applicability
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A problem found in a training file or config by `rootrank check`."""
+
+    rule: str
+    severity: Severity
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    fixes: tuple[Fix, ...] = ()  # the preferred fix first
+
+    @property
+    def fix(self) -> Fix | None:
+        return self.fixes[0] if self.fixes else None
+
+
+def plain(value: Any) -> Any:
+    """Turn records into JSON-ready builtins (enums become their values)."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if hasattr(value, "__dataclass_fields__"):
+        return {name: plain(getattr(value, name)) for name in value.__dataclass_fields__}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    return value
