@@ -49,6 +49,9 @@ class LogLine:
     local_rank: int | None = None
     host: str | None = None
     time: float | None = None  # seconds; comparable only within one log (glog stamps have no year)
+    pid: int | None = None
+    block: int = 0  # lines of one traceback (or one launcher summary) share a block id; 0 = none
+    quoted: bool = False  # echoed by a launcher summary about another process, not printed by it
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,111 @@
+"""Collecting matched events into bounded per-rank evidence: one unit per traceback, counts for repeats.
+
+A traceback can match several entries (a specific message and the generic "uncaught exception" on the
+same line); the block is named by its highest-priority entry. Repeated events (a warning printed every
+step on every rank) are counted, and only the first few of each (entry, rank) are kept, so memory stays
+bounded whatever the log size.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from rootrank.diagnose.stacks import detect_stacks
+from rootrank.library import Entry, Library
+from rootrank.model import Event, LogLine, Role, Severity
+
+KEEP_PER_RANK_AND_RULE = 8
+ROLE_WEIGHT = {Role.CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
+
+
+@dataclass
+class RuleCount:
+    count: int = 0
+    first: Event | None = None
+    ranks: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Collected:
+    """Everything the initiator and the report need, after one pass over the log."""
+
+    units: list[Event] = field(default_factory=list)  # block winners and stand-alone events, in order
+    counts: dict[str, RuleCount] = field(default_factory=lambda: defaultdict(RuleCount))
+    ranks_seen: set[int] = field(default_factory=set)
+    local_ranks_seen: set[int] = field(default_factory=set)
+    hosts: dict[int, str] = field(default_factory=dict)
+    stacks: set[str] = field(default_factory=set)
+    rank_last_order: dict[int, int] = field(default_factory=dict)  # last line order printed per rank
+    lines: int = 0
+    sources: list[str] = field(default_factory=list)
+
+
+def _strength(event: Event, entry: Entry) -> tuple[int, int, int]:
+    return (entry.priority, ROLE_WEIGHT[event.role], -event.order)
+
+
+class EventCollector:
+    def __init__(self, library: Library) -> None:
+        self.library = library
+        self.out = Collected()
+        self._blocks: dict[int, Event] = {}
+        self._block_index: dict[int, int] = {}  # block id -> index in units
+        self._kept: dict[tuple[str, int | None], int] = defaultdict(int)
+        self._order = 0
+
+    def observe(self, line: LogLine) -> int:
+        """Record a line's rank and stack hints; returns its order in the merged stream."""
+        self._order += 1
+        out = self.out
+        out.lines += 1
+        if line.rank is not None and not line.quoted:
+            out.ranks_seen.add(line.rank)
+            out.rank_last_order[line.rank] = self._order
+            if line.host and line.rank not in out.hosts:
+                out.hosts[line.rank] = line.host
+        elif line.local_rank is not None and not line.quoted:
+            out.local_ranks_seen.add(line.local_rank)
+        if "/" in line.text or "(" in line.text:
+            out.stacks |= detect_stacks(line.text)
+        return self._order
+
+    def add(self, line: LogLine, order: int, entry: Entry, fields: dict[str, str], pattern: str) -> None:
+        rank = line.rank
+        if fields.get("rank") is not None and rank is None:
+            rank = int(fields["rank"])
+        if rank is not None and rank != line.rank:
+            line = _with_rank(line, rank)
+        event = Event(rule=entry.id, role=entry.role, severity=entry.severity, line=line, fields=fields,
+                      pattern=pattern, order=order)
+        count = self.out.counts[entry.id]
+        count.count += 1
+        if count.first is None:
+            count.first = event
+        if rank is not None:
+            count.ranks.add(rank)
+        if line.block:
+            best = self._blocks.get(line.block)
+            if best is None:
+                self._blocks[line.block] = event
+                self._block_index[line.block] = len(self.out.units)
+                self.out.units.append(event)
+            elif _strength(event, entry) > _strength(best, self.library.entries[best.rule]):
+                # Keep the earliest line of the block as the place of the failure, but the stronger name.
+                self._blocks[line.block] = event
+                self.out.units[self._block_index[line.block]] = event
+            return
+        key = (entry.id, rank)
+        self._kept[key] += 1
+        if self._kept[key] <= KEEP_PER_RANK_AND_RULE:
+            self.out.units.append(event)
+
+
+def _with_rank(line: LogLine, rank: int) -> LogLine:
+    import dataclasses
+
+    return dataclasses.replace(line, rank=rank)
+
+
+def is_error_cause(event: Event) -> bool:
+    return event.role is Role.CAUSE and event.severity is Severity.ERROR

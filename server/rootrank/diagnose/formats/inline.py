@@ -1,0 +1,36 @@
+"""Ranks named inside a message by the code that printed it, for lines without a rank prefix.
+
+Only forms that name the printing process count: `[Rank 3]` (c10d), `[PG 0 (default_pg) Rank 3]`,
+`GLOBAL_RANK: 3` (Lightning), `with rank id: 3` (InternLM), `[RANK 3]`, `Rank 3: ` at the start (Megatron).
+A sub-group rank (`[PG ID 4 PG GUID 10 Rank 1]`) is not the global rank and is ignored; so are lines
+that name several ranks ("Rank 0 is running collective ..., but Rank 1 ...").
+"""
+
+from __future__ import annotations
+
+import re
+
+_FORMS = (
+    re.compile(r"\[PG (?:ID )?0 (?:PG GUID 0)?\s?\(default_pg\) Rank (?P<rank>\d{1,6})\]"),
+    re.compile(r"\[PG (?:ID )?0 PG GUID 0 Rank (?P<rank>\d{1,6})\]"),
+    re.compile(r"\[PG 0 Rank (?P<rank>\d{1,6})\]"),
+    re.compile(r"\[Rank (?P<rank>\d{1,6})\]"),
+    re.compile(r"\[RANK (?P<rank>\d{1,6})\]"),
+    re.compile(r"GLOBAL_RANK: (?P<rank>\d{1,6})"),
+    re.compile(r"with rank id: (?P<rank>\d{1,6})"),
+    re.compile(r"^(?:AssertionError: )?Rank (?P<rank>\d{1,6}): "),
+    re.compile(r"\brank (?P<rank>\d{1,6}) nranks \d"),
+)
+_MARKERS = ("Rank ", "RANK ", "rank ")
+
+
+def rank_in_message(text: str) -> int | None:
+    if not any(m in text for m in _MARKERS):
+        return None
+    if text.count("Rank ") > 1 and "running collective" in text:
+        return None
+    for form in _FORMS:
+        m = form.search(text)
+        if m:
+            return int(m.group("rank"))
+    return None

@@ -1,0 +1,136 @@
+"""Launcher and collector line prefixes: who printed a line (rank, local rank, host) and when.
+
+Prefixes stack (`[default0]:[rank12]:[E817 17:40:34.22 ProcessGroupNCCL.cpp:1515] ...`,
+`2026-01-09 17:40:31 master-0 >> [rank7]: ...`), so they are peeled one layer at a time, in the order
+of PREFIXES. Adding a format = one `PrefixFormat` in PREFIXES (order matters: more specific first).
+Ambiguous prefixes (`3: ` from `srun --label`, `host: ` from pdsh) are only trusted once a source has
+shown them on many lines (see `Dialect`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from rootrank.diagnose.formats.timestamps import parse_time
+
+
+@dataclass(frozen=True)
+class PrefixFormat:
+    name: str
+    regex: re.Pattern[str]
+    ambiguous: bool = False  # needs the source's dialect to agree before it is trusted
+    # Which captures mean what: rank (global), local_rank, host, time, pid.
+
+
+def _p(name: str, pattern: str, ambiguous: bool = False) -> PrefixFormat:
+    return PrefixFormat(name, re.compile(pattern), ambiguous)
+
+
+_TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?"
+
+PREFIXES: tuple[PrefixFormat, ...] = (
+    # torch >= 2.2 adds "[rankN]:" to every line a worker prints (global rank).
+    _p("torch-rank", r"\[rank(?P<rank>\d{1,6})\]:\s?"),
+    # torchrun --tee / --role: "[default0]:", "[trainer3]:" (local rank within the node).
+    _p("torchrun-role", r"\[(?!rank\d)(?P<role>[A-Za-z_][A-Za-z_-]{0,31}?)(?P<local_rank>\d{1,5})\]:\s?"),
+    # torchrun --role set to a host name: "[gpu187:2]:", "[alphagpu12:3]:".
+    _p("torchrun-host-role", r"\[(?P<host>[A-Za-z][\w.-]{0,63}):(?P<local_rank>\d{1,5})\]:\s?"),
+    # Open MPI --tag-output: "[1,3]<stderr>:".
+    _p("mpirun-tag", r"\[\d{1,6},(?P<rank>\d{1,6})\]<(?:stdout|stderr|stddiag)>:\s?"),
+    # Determined: "[rank=1] || ".
+    _p("determined-rank", r"\[rank=(?P<rank>\d{1,6})\]\s\|\|\s?"),
+    # Ray: "(WorkerDict pid=835, ip=172.26.143.83) ", "(pid=4009) ", "(axolotl-hi-2-spot, pid=16959) ".
+    _p("ray-worker", r"\((?:[\w.:-]{1,64},?\s)?pid=(?P<pid>\d{1,9})(?:,\sip=(?P<host>[\d.]{7,15}))?\)\s"),
+    # Collector timestamps in front of everything: ISO 8601 (container runtime), with an optional pod name.
+    _p("iso-stamp", rf"(?P<time>{_TS})\s+(?:(?P<host>[\w.-]{{1,64}})\s>>\s)?"),
+    _p("bracket-iso-stamp", rf"[\[【](?P<time>{_TS})[\]】]\s?"),
+    _p("cloudwatch", rf"\s*\|\s(?P<time>{_TS})\s\|\s"),
+    _p("clock-stamp", r"(?P<time>\d\d:\d\d:\d\d\.\d{3})\s(?=\[)"),
+    # glog header of torchelastic / c10d Python logging: "W1129 23:34:51.266000 14686 torch/.../api.py:908] ".
+    _p("glog", r"(?P<glog>[IWEF]\d{4}\s\d\d:\d\d:\d\d\.\d{1,9})\s+(?P<pid>\d{1,16})\s+[\w/.+-]{1,200}:\d{1,6}\]\s?"),
+    # bracketed glog of c10d C++: "[E1026 04:01:30.105007493 ProcessGroupNCCL.cpp:1858] ", "[E ProcessGroupNCCL.cpp:566] ".
+    _p("glog-bracket", r"\[(?:(?P<glog>[IWEF]\d{4}\s\d\d:\d\d:\d\d\.\d{1,9})|[IWEF])\s[\w/.+-]{1,200}:\d{1,6}\]\s?"),
+    # srun --label: "3: " (task id = global rank); only when the whole source uses it.
+    _p("srun-label", r"\s{0,4}(?P<rank>\d{1,5}):\s", ambiguous=True),
+    # pdsh / DeepSpeed multi-node runner: "node-05: ", "192.168.12.21: ".
+    _p("pdsh-host", r"(?P<host>(?=[\w.-]*[\d.-])[A-Za-z0-9][\w.-]{0,62}):\s", ambiguous=True),
+)
+
+_BY_NAME = {p.name: p for p in PREFIXES}
+
+
+@dataclass
+class Peeled:
+    text: str
+    rank: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+    time: float | None = None
+    pid: int | None = None
+    formats: tuple[str, ...] = ()
+
+
+def peel(line: str, dialect: frozenset[str] = frozenset(), max_layers: int = 6) -> Peeled:
+    """Remove the launcher/collector prefixes at the start of `line` and report what they said."""
+    out = Peeled(line)
+    used: list[str] = []
+    text = line
+    for _ in range(max_layers):
+        for fmt in PREFIXES:
+            if fmt.ambiguous and fmt.name not in dialect:
+                continue
+            m = fmt.regex.match(text)
+            if not m or m.end() == 0:
+                continue
+            groups = m.groupdict()
+            if groups.get("rank") is not None and out.rank is None:
+                out.rank = int(groups["rank"])
+            if groups.get("local_rank") is not None and out.local_rank is None:
+                out.local_rank = int(groups["local_rank"])
+            if groups.get("host") and out.host is None:
+                out.host = groups["host"]
+            if groups.get("pid") and out.pid is None:
+                out.pid = int(groups["pid"])
+            stamp = groups.get("time") or groups.get("glog")
+            if stamp and out.time is None:
+                out.time = parse_time(stamp)
+            used.append(fmt.name)
+            text = text[m.end():]
+            break
+        else:
+            break
+    out.text = text
+    out.formats = tuple(used)
+    return out
+
+
+class Dialect:
+    """Decides, from the first lines of a source, whether its ambiguous prefixes are real."""
+
+    SAMPLE = 400
+    MIN_SHARE = 0.3
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.hits = {name: 0 for name, fmt in _BY_NAME.items() if fmt.ambiguous}
+        self.hosts: set[str] = set()
+
+    def observe(self, line: str) -> None:
+        if not line.strip():
+            return
+        self.seen += 1
+        for name in self.hits:
+            m = _BY_NAME[name].regex.match(line)
+            if m:
+                self.hits[name] += 1
+                if name == "pdsh-host":
+                    self.hosts.add(m.group("host"))
+
+    def decide(self) -> frozenset[str]:
+        if self.seen == 0:
+            return frozenset()
+        chosen = {n for n, c in self.hits.items() if c / self.seen >= self.MIN_SHARE and c >= 3}
+        if "pdsh-host" in chosen and len(self.hosts) > 64:
+            chosen.discard("pdsh-host")
+        return frozenset(chosen)

@@ -1,0 +1,44 @@
+"""Timestamps found in training logs, mapped onto one comparable clock: seconds since the start of the year.
+
+glog stamps (`W1129 23:25:33.851000`) carry no year, so every format drops its year and all stamps of
+one log become comparable (a run that spans New Year is out of luck). Times from different hosts are
+only as comparable as their clocks.
+"""
+
+from __future__ import annotations
+
+import re
+
+_DAYS_BEFORE_MONTH = (0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
+
+_GLOG = re.compile(r"[IWEF](\d\d)(\d\d)\s(\d\d):(\d\d):(\d\d(?:\.\d+)?)")
+_ISO = re.compile(r"\d{4}-(\d\d)-(\d\d)[T _](\d\d):(\d\d)(?::(\d\d(?:[.,]\d+)?))?")
+# Stamps that can appear anywhere near the start of a message (Python logging, DeepSpeed, HF, elastic table).
+_ANYWHERE = re.compile(r"(?<!\d)\d{4}-\d\d-\d\d[T _]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?|\b[IWEF]\d{4}\s\d\d:\d\d:\d\d\.\d+")
+
+
+def _seconds(month: int, day: int, hour: int, minute: int, second: float) -> float | None:
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 61):
+        return None
+    return (_DAYS_BEFORE_MONTH[month] + day - 1) * 86400.0 + hour * 3600 + minute * 60 + second
+
+
+def parse_time(stamp: str) -> float | None:
+    """Seconds since the start of the (unknown) year for one stamp, or None when it is not a stamp."""
+    m = _GLOG.match(stamp)
+    if m:
+        return _seconds(int(m[1]), int(m[2]), int(m[3]), int(m[4]), float(m[5]))
+    m = _ISO.match(stamp)
+    if m:
+        second = float(m[5].replace(",", ".")) if m[5] else 0.0
+        return _seconds(int(m[1]), int(m[2]), int(m[3]), int(m[4]), second)
+    return None
+
+
+def find_time(text: str, window: int = 80) -> float | None:
+    """A stamp within the first `window` characters of a message, if any."""
+    head = text[:window]
+    if not any(c.isdigit() for c in head):
+        return None
+    m = _ANYWHERE.search(head)
+    return parse_time(m.group(0)) if m else None

@@ -1,0 +1,195 @@
+"""What the launchers say about their children: torchrun/torchelastic, DeepSpeed, srun, mpirun.
+
+Launcher output is structural evidence, not a failure of its own: which child exited first and how,
+which processes were still alive when the launcher sent SIGTERM, and the elastic error table (whose
+"Root Cause (first observed failure)" is only the first exit the agent noticed, to the second).
+Lines inside the elastic table are echoes of other processes, so they are marked `quoted`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from rootrank.diagnose.formats.timestamps import parse_time
+
+_SIGTERM = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)")
+_FIRST_FAILED = re.compile(
+    r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)")
+_SIGNAL_RECEIVED = re.compile(r"Signal (?P<num>\d+) \((?P<signal>SIG[A-Z]+)\) received by PID (?P<pid>\d+)")
+_DS_RETURN = re.compile(r"exits with return code = (?P<exitcode>-?\d+)")
+_SRUN = re.compile(r"srun: error: (?P<host>[\w.-]+): tasks? (?P<rank>\d+)(?:-\d+)?: (?P<what>.+)$")
+_SRUN_EXIT = re.compile(r"Exited with exit code (?P<exitcode>\d+)")
+_MPI_PROCESS = re.compile(r"Process name: \[\[\d+,\d+\],(?P<rank>\d+)\]")
+_MPI_EXIT = re.compile(r"^\s*Exit code:\s+(?P<exitcode>-?\d+)")
+_TABLE_RULE = re.compile(r"^\s*={20,}\s*$")
+_ENTRY = re.compile(r"^\s*\[(?P<index>\d+)\]:\s*$")
+_FIELD = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
+_RANK_VALUE = re.compile(r"(?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)")
+_EXIT_VALUE = re.compile(r"(?P<exitcode>-?\d+) \(pid: (?P<pid>\d+)\)")
+_WORLD = re.compile(r"\b(?:world[ _]size|WORLD_SIZE|nranks)\s*[:=]?\s*(?P<n>\d{1,6})\b", re.IGNORECASE)
+_MEMBER = re.compile(r"MEMBER: \d+/(?P<n>\d{1,6})")
+
+SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV",
+           13: "SIGPIPE", 15: "SIGTERM"}
+
+
+@dataclass
+class ChildExit:
+    """One child's exit as a launcher reported it."""
+
+    line: int
+    source: str
+    rank: int | None = None
+    local_rank: int | None = None
+    exitcode: int | None = None
+    pid: int | None = None
+    time: float | None = None
+    host: str | None = None
+    signal: str | None = None
+    root_cause: bool = False  # listed under "Root Cause (first observed failure)"
+    first_observed: bool = False  # the "failed (exitcode: ...)" line of the agent
+
+    @property
+    def killed_by(self) -> str | None:
+        if self.signal:
+            return self.signal
+        if self.exitcode is not None and self.exitcode < 0:
+            return SIGNALS.get(-self.exitcode, f"signal {-self.exitcode}")
+        return None
+
+
+@dataclass
+class LauncherReport:
+    exits: list[ChildExit] = field(default_factory=list)
+    sigterm_pids: list[int] = field(default_factory=list)
+    world_size: int | None = None
+
+    def pid_to_local_rank(self) -> dict[int, int]:
+        """Map pids to local ranks: known pairs, extended by torchelastic's consecutive spawning of pids."""
+        known = {e.pid: e.local_rank for e in self.exits if e.pid is not None and e.local_rank is not None}
+        mapping = dict(known)
+        offsets = {pid - lr for pid, lr in known.items()}
+        if len(offsets) == 1:
+            offset = offsets.pop()
+            for pid in self.sigterm_pids:
+                if 0 <= pid - offset < 4096:
+                    mapping.setdefault(pid, pid - offset)
+        return mapping
+
+    def first_failure(self) -> ChildExit | None:
+        observed = [e for e in self.exits if e.first_observed]
+        return observed[0] if observed else None
+
+    def survivors(self) -> set[int]:
+        """Local ranks that were still alive when the launcher began tearing the group down."""
+        mapping = self.pid_to_local_rank()
+        return {mapping[p] for p in self.sigterm_pids if p in mapping}
+
+    def all_ranks(self) -> set[int]:
+        ranks = {e.rank for e in self.exits if e.rank is not None}
+        if not ranks:
+            ranks = {e.local_rank for e in self.exits if e.local_rank is not None} | self.survivors()
+        return ranks
+
+
+class LauncherParser:
+    """Fed every line in order; returns for each whether it is quoted and which rank the table entry names."""
+
+    def __init__(self) -> None:
+        self.report = LauncherReport()
+        self._armed = False
+        self._in_table = False
+        self._root_section = False
+        self._entry: ChildExit | None = None
+        self._mpi_pending: ChildExit | None = None
+
+    def feed(self, text: str, line: int, source: str) -> tuple[bool, int | None]:
+        if self._in_table:
+            return self._table_line(text, line, source)
+        if "ChildFailedError" in text:
+            self._armed = True
+        if _TABLE_RULE.match(text) and self._armed:
+            self._in_table, self._armed, self._root_section = True, False, False
+            return True, None
+        if "Root Cause (first observed failure)" in text:
+            self._in_table, self._root_section = True, True
+            return True, None
+        self._agent_line(text, line, source)
+        return False, None
+
+    def _agent_line(self, text: str, line: int, source: str) -> None:
+        report = self.report
+        if "closing signal" in text:
+            m = _SIGTERM.search(text)
+            if m:
+                report.sigterm_pids.append(int(m["pid"]))
+                return
+        if "failed (exitcode" in text:
+            m = _FIRST_FAILED.search(text)
+            if m:
+                report.exits.append(ChildExit(line, source, local_rank=int(m["local_rank"]),
+                                              exitcode=int(m["exitcode"]), pid=int(m["pid"]), first_observed=True))
+                return
+        if "srun: error:" in text:
+            m = _SRUN.search(text)
+            if m:
+                what = m["what"]
+                exit_m = _SRUN_EXIT.search(what)
+                signal = "SIGKILL" if "Killed" in what else "SIGSEGV" if "Segmentation" in what else \
+                    "SIGTERM" if "Terminated" in what else None
+                report.exits.append(ChildExit(line, source, rank=int(m["rank"]), host=m["host"], signal=signal,
+                                              exitcode=int(exit_m["exitcode"]) if exit_m else None))
+                return
+        if "Process name: [[" in text:
+            m = _MPI_PROCESS.search(text)
+            if m:
+                self._mpi_pending = ChildExit(line, source, rank=int(m["rank"]), first_observed=True)
+                report.exits.append(self._mpi_pending)
+                return
+        if self._mpi_pending is not None and "Exit code:" in text:
+            m = _MPI_EXIT.search(text)
+            if m:
+                self._mpi_pending.exitcode = int(m["exitcode"])
+                self._mpi_pending = None
+                return
+        if report.world_size is None and ("orld" in text or "nranks" in text or "MEMBER:" in text):
+            m = _WORLD.search(text) or _MEMBER.search(text)
+            if m and 1 < int(m["n"]) <= 100_000:
+                report.world_size = int(m["n"])
+
+    def _table_line(self, text: str, line: int, source: str) -> tuple[bool, int | None]:
+        if _TABLE_RULE.match(text):
+            # The table opens and closes with a rule of '='; the rule inside after the title is '-'.
+            if self._entry is not None or self._root_section:
+                self._in_table, self._entry, self._root_section = False, None, False
+            return True, None
+        if "Root Cause (first observed failure)" in text:
+            self._root_section, self._entry = True, None
+            return True, None
+        m = _ENTRY.match(text)
+        if m:
+            self._entry = ChildExit(line, source, root_cause=self._root_section)
+            self.report.exits.append(self._entry)
+            return True, None
+        entry = self._entry
+        if entry is not None:
+            f = _FIELD.match(text)
+            if f:
+                key, value = f["key"], f["value"].strip()
+                if key == "time":
+                    entry.time = parse_time(value.replace("_", "T"))
+                elif key == "host":
+                    entry.host = value or None
+                elif key == "rank":
+                    r = _RANK_VALUE.search(value)
+                    if r:
+                        entry.rank, entry.local_rank = int(r["rank"]), int(r["local_rank"])
+                elif key == "exitcode":
+                    e = _EXIT_VALUE.search(value)
+                    if e:
+                        entry.exitcode, entry.pid = int(e["exitcode"]), int(e["pid"])
+            s = _SIGNAL_RECEIVED.search(text)
+            if s:
+                entry.signal = s["signal"]
+        return True, entry.rank if entry is not None else None

@@ -1,0 +1,66 @@
+"""From raw text lines to `LogLine`s: normalise, peel prefixes, find rank/host/time, group tracebacks.
+
+This is the per-line part of the pipeline, streaming: it holds only a small look-ahead buffer per
+source (to learn the source's prefix dialect) and a little state per printing process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from rootrank.diagnose.formats.inline import rank_in_message
+from rootrank.diagnose.formats.paths import ranks_from_path
+from rootrank.diagnose.formats.prefixes import Dialect, peel
+from rootrank.diagnose.formats.timestamps import find_time
+from rootrank.diagnose.launcher import LauncherParser
+from rootrank.diagnose.normalize import iter_logical
+from rootrank.diagnose.tracebacks import TracebackGrouper
+from rootrank.model import LogLine
+
+
+class LineScanner:
+    """Turns the lines of one or more sources into LogLines; shares launcher and traceback state."""
+
+    def __init__(self) -> None:
+        self.launcher = LauncherParser()
+        self.tracebacks = TracebackGrouper()
+        self.lines_read = 0
+
+    def scan(self, source: str, lines: Iterable[str], path_hint: str | None = None) -> Iterator[LogLine]:
+        path_rank, path_local, path_host = ranks_from_path(path_hint) if path_hint else (None, None, None)
+        logical = iter_logical(lines)
+        dialect_probe = Dialect()
+        buffered: list[tuple[int, str]] = []
+        for item in logical:
+            buffered.append(item)
+            dialect_probe.observe(item[1])
+            if len(buffered) >= Dialect.SAMPLE:
+                break
+        dialect = dialect_probe.decide()
+
+        def all_items() -> Iterator[tuple[int, str]]:
+            yield from buffered
+            yield from logical
+
+        for number, raw in all_items():
+            self.lines_read += 1
+            peeled = peel(raw, dialect)
+            text = peeled.text
+            rank = peeled.rank if peeled.rank is not None else path_rank
+            local_rank = peeled.local_rank if peeled.local_rank is not None else path_local
+            host = peeled.host or path_host
+            stream_rank = rank
+            if rank is None:
+                rank = rank_in_message(text)
+            time = peeled.time if peeled.time is not None else find_time(text)
+            quoted, table_rank = self.launcher.feed(text, number, source)
+            if quoted:
+                rank = table_rank
+                stream: object = ("launcher-table", source)
+            else:
+                # The stream is the printing process as its prefix tells; a rank named in the message
+                # must not split an unprefixed traceback from its own exception line.
+                stream = (source, stream_rank, local_rank, host)
+            block, _ = self.tracebacks.assign(stream, text)
+            yield LogLine(number=number, text=text, raw=raw, source=source, rank=rank, local_rank=local_rank,
+                          host=host, time=time, pid=peeled.pid, block=block, quoted=quoted)

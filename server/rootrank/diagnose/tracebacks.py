@@ -1,0 +1,82 @@
+"""Grouping of multi-line Python tracebacks per printing process, even when ranks interleave line by line.
+
+Each stream (source file + rank/host of the printer) has its own small state machine, so rank 1's
+frames never join rank 3's traceback. Chained tracebacks ("During handling of the above exception")
+stay in one block; a few continuation lines after the exception line (multi-line messages) too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+_CHAIN_MARKERS = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+_RECORD_START = re.compile(r"^(?:\[|[IWEF]\d{4}\s|\d{4}-\d\d-\d\d|INFO|WARNING|ERROR|DEBUG|CRITICAL|\d+it\b|\s*\d+%\|)")
+MAX_CONTINUATION = 20
+MAX_FRAMES_LINES = 5000
+
+
+@dataclass
+class _State:
+    block: int = 0
+    phase: str = "idle"  # idle | frames | after_exception | after_blank | chain
+    count: int = 0
+
+
+class TracebackGrouper:
+    def __init__(self) -> None:
+        self._states: dict[Hashable, _State] = {}
+        self._next_block = 0
+
+    def _new_block(self) -> int:
+        self._next_block += 1
+        return self._next_block
+
+    def assign(self, stream: Hashable, text: str) -> tuple[int, bool]:
+        """(block id or 0, whether this line is the exception line that closes a traceback)."""
+        state = self._states.get(stream)
+        if state is None:
+            state = self._states[stream] = _State()
+        stripped = text.strip()
+        if stripped.startswith("Traceback (most recent call last)"):
+            if state.phase != "chain":
+                state.block = self._new_block()
+            state.phase, state.count = "frames", 0
+            return state.block, False
+        if state.phase == "idle":
+            return 0, False
+        if stripped in _CHAIN_MARKERS:
+            state.phase = "chain"
+            return state.block, False
+        if state.phase == "chain":
+            if not stripped:
+                return state.block, False
+            state.phase = "idle"
+            return 0, False
+        if state.phase == "frames":
+            state.count += 1
+            if not stripped:
+                return state.block, False
+            if (text[:1].isspace() or stripped.startswith(("...", "^"))) and state.count < MAX_FRAMES_LINES:
+                return state.block, False
+            state.phase, state.count = "after_exception", 0
+            return state.block, True
+        # after_exception: blank lines may precede a chain marker; other lines may continue the message.
+        state.count += 1
+        if not stripped:
+            state.phase = "after_blank"
+            return state.block, False
+        if state.phase == "after_blank":
+            return self._close(state)
+        if state.count <= MAX_CONTINUATION and not _RECORD_START.match(text):
+            return state.block, False
+        return self._close(state)
+
+    @staticmethod
+    def _close(state: _State) -> tuple[int, bool]:
+        state.phase = "idle"
+        return 0, False
