@@ -1,0 +1,149 @@
+"""The single pass over a parsed file, and rule dispatch with isolation.
+
+`collect` visits every statement once, keeping the context (functions, class, `with` items, loops,
+branches) in a `Frame`; it walks the expressions only of statements that mention checkpoint-related
+names, which keeps the pass cheap on large files. `run_rules` then hands the `Semantic` to each selected
+rule; a rule that raises is logged and skipped, and the others still run.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import logging
+from collections.abc import Iterable, Sequence
+
+from rootrank.lint.registry import RULES, Violation
+from rootrank.lint.semantic import AssignSite, CallSite, Frame, Semantic
+from rootrank.lint.source import Interest, Locator
+from rootrank.model import Finding, Fix, Severity
+
+LOG = logging.getLogger(__name__)
+
+_SIMPLE_ASSIGN = (ast.Assign, ast.AnnAssign)
+
+
+def collect(tree: ast.Module, path: str, source: str, locator: Locator) -> Semantic:
+    semantic = Semantic(path=path, source=source, locator=locator)
+    _Collector(semantic, Interest(locator)).body(tree.body, Frame(), module=True)
+    return semantic
+
+
+class _Collector:
+    def __init__(self, semantic: Semantic, interest: Interest) -> None:
+        self.semantic = semantic
+        self.interest = interest
+
+    def body(self, statements: Sequence[ast.stmt], frame: Frame, module: bool = False) -> None:
+        for statement in statements:
+            self.statement(statement, frame, module)
+
+    def statement(self, node: ast.stmt, frame: Frame, module: bool) -> None:
+        semantic = self.semantic
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            semantic.names.add(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.expressions([*node.decorator_list, *node.args.defaults, *node.args.kw_defaults], frame)
+            semantic.functions.append((node, frame))
+            # A nested body runs when called, not where it is defined: loops, branches and `with` reset.
+            self.body(node.body, Frame(functions=(*frame.functions, node), class_=frame.class_))
+        elif isinstance(node, ast.ClassDef):
+            semantic.classes.setdefault(node.name, node)
+            self.body(node.body, Frame(class_=node))
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            self.expressions([node.target, node.iter], frame)
+            self.body(node.body, dataclasses.replace(frame, loops=(*frame.loops, node)))
+            self.body(node.orelse, frame)
+        elif isinstance(node, ast.While):
+            self.expressions([node.test], frame)
+            self.body(node.body, dataclasses.replace(frame, loops=(*frame.loops, node)))
+            self.body(node.orelse, frame)
+        elif isinstance(node, ast.If):
+            self.expressions([node.test], frame)
+            depth = len(frame.loops)
+            self.body(node.body, dataclasses.replace(frame, branches=(*frame.branches, (node, False, depth))))
+            self.body(node.orelse, dataclasses.replace(frame, branches=(*frame.branches, (node, True, depth))))
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            items = [item.context_expr for item in node.items]
+            self.expressions(items, frame)
+            self.body(node.body, dataclasses.replace(frame, withs=(*frame.withs, *items)))
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            self.body(node.body, frame)  # type: ignore[attr-defined]
+            for handler in node.handlers:  # type: ignore[attr-defined]
+                self.body(handler.body, frame)
+            self.body(node.orelse, frame)  # type: ignore[attr-defined]
+            self.body(node.finalbody, frame)  # type: ignore[attr-defined]
+        elif isinstance(node, ast.Match):
+            self.expressions([node.subject], frame)
+            for case in node.cases:
+                self.body(case.body, frame)
+        else:
+            if module and isinstance(node, _SIMPLE_ASSIGN):
+                self.constant(node)
+            if self.interest.node(node):
+                self.expressions([node], frame)
+                if isinstance(node, ast.Assign) or (isinstance(node, ast.AnnAssign) and node.value is not None):
+                    targets = tuple(node.targets) if isinstance(node, ast.Assign) else (node.target,)
+                    assert node.value is not None
+                    semantic.assigns.append(AssignSite(targets, node.value, frame))
+
+    def expressions(self, nodes: Iterable[ast.AST | None], frame: Frame) -> None:
+        calls = self.semantic.calls
+        for root in nodes:
+            if root is None or not self.interest.node(root):
+                continue
+            for node in ast.walk(root):
+                if isinstance(node, ast.Call):
+                    calls.append(CallSite(node, frame))
+
+    def constant(self, node: ast.Assign | ast.AnnAssign) -> None:
+        """Record module-level `NAME = value` and `A, B = 1, 2` so rules can follow constants."""
+        if node.value is None:
+            return
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                self.define(target.id, node.value)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                values = node.value.elts if isinstance(node.value, (ast.Tuple, ast.List)) else None
+                for i, element in enumerate(target.elts):
+                    if isinstance(element, ast.Name):
+                        if values is not None and len(values) == len(target.elts):
+                            self.define(element.id, values[i])
+                        else:
+                            self.semantic.ambiguous.add(element.id)
+
+    def define(self, name: str, value: ast.expr) -> None:
+        if name in self.semantic.constants:
+            self.semantic.ambiguous.add(name)
+        self.semantic.constants[name] = value
+
+
+def run_rules(semantic: Semantic, selected: Iterable[str], severities: dict[str, Severity]) -> list[Finding]:
+    """Run each selected rule over the model; a crashing rule is logged and the others still run."""
+    findings: list[Finding] = []
+    for rule_id in selected:
+        rule = RULES[rule_id]
+        try:
+            violations = list(rule.function(semantic))
+        except (Exception, RecursionError):
+            LOG.exception("rootrank: rule %s failed on %s; its findings are skipped", rule_id, semantic.path)
+            continue
+        severity = severities.get(rule_id, rule.default_severity)
+        for violation in violations:
+            findings.append(to_finding(semantic, rule_id, severity, violation))
+    return findings
+
+
+def to_finding(semantic: Semantic, rule_id: str, severity: Severity, violation: Violation) -> Finding:
+    line, column, end_line, end_column = semantic.span(violation.node)
+    return Finding(rule_id, severity, semantic.path, line, column, end_line, end_column, violation.message,
+                   _dedupe(violation.fixes))
+
+
+def _dedupe(fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
+    seen: list[Fix] = []
+    for fix in fixes:
+        if fix not in seen:
+            seen.append(fix)
+    return tuple(seen)
