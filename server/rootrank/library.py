@@ -97,6 +97,7 @@ class LoadProblem:
     path: Path
     field: str
     problem: str
+    skipped: bool = True  # False: the entry loaded, but something in it needs attention
 
     def __str__(self) -> str:
         return f"{self.path}: {self.field}: {self.problem}"
@@ -151,9 +152,9 @@ def load_library(directory: str | None = None) -> Library:
     for entry in entries.values():
         for other in entry.related:
             if other not in entries:
-                problems.append(LoadProblem(entry.path, "related", f"unknown entry id {other!r}"))
+                problems.append(LoadProblem(entry.path, "related", f"unknown entry id {other!r}", skipped=False))
     for problem in problems:
-        LOG.warning("rootrank: skipped or degraded entry: %s", problem)
+        LOG.debug("entry problem: %s", problem)
     return Library(entries, problems)
 
 

@@ -22,10 +22,13 @@ _NODE_RANK = re.compile(r"(?:^|/)node[_-]?(?P<node>\d{1,5})(?:/|[._-])", re.IGNO
 
 def ranks_from_path(path: str) -> tuple[int | None, int | None, str | None]:
     """(global rank, local rank, host) that the path names; any may be None."""
-    text = PurePath(path).as_posix()
+    parts = PurePath(path).parts
+    # Only the file name and the torchrun attempt layout count: a folder named "...-rank1-..." says nothing.
+    text = "/".join(parts[-3:])
+    name = parts[-1] if parts else ""
     rank = local_rank = None
-    for pattern in _RANK_PATTERNS:
-        m = pattern.search(text)
+    for index, pattern in enumerate(_RANK_PATTERNS):
+        m = pattern.search(text if index == 0 else name)
         if not m:
             continue
         groups = m.groupdict()
@@ -34,5 +37,5 @@ def ranks_from_path(path: str) -> tuple[int | None, int | None, str | None]:
         elif groups.get("rank") is not None:
             rank = int(groups["rank"])
         break
-    host_match = _HOST_PATTERN.search(text)
+    host_match = _HOST_PATTERN.search("/".join(parts[-2:]))
     return rank, local_rank, host_match.group("host") if host_match else None

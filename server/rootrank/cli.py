@@ -1,0 +1,172 @@
+"""The `rootrank` command: diagnose, check, explain, rules, lsp.
+
+A thin adapter over the engine. Exit codes: 0 nothing wrong, 1 a failure (or finding) found, 2 bad
+usage or unreadable input, printed as one line (set ROOTRANK_DEBUG=1 for a traceback). The language
+server's libraries are imported only by `rootrank lsp`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from rootrank import __version__
+
+EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"rootrank: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rootrank", description="Why did my training run fail? Diagnoses logs and checks "
+                                                  "training code, entirely on this machine.")
+    parser.add_argument("--version", action="version", version=f"rootrank {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    diagnose = sub.add_parser("diagnose", help="diagnose a failed run from its log(s), or '-' for stdin")
+    diagnose.add_argument("paths", nargs="*", metavar="PATH", help="log files, directories of per-rank logs, or -")
+    diagnose.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    diagnose.add_argument("--raw", action="store_true", help="do not redact tokens and passwords in the output")
+    diagnose.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    diagnose.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    diagnose.set_defaults(run=_run_diagnose)
+
+    check = sub.add_parser("check", help="check training code and configs for checkpointing mistakes")
+    try:
+        from rootrank.lint import cli as lint_cli
+    except ImportError:  # pragma: no cover - the checker ships with the package
+        lint_cli = None  # type: ignore[assignment]
+    if lint_cli is not None:
+        lint_cli.add_arguments(check)
+        check.set_defaults(run=lint_cli.run)
+
+    explain = sub.add_parser("explain", help="show a failure entry's documentation")
+    explain.add_argument("rule", metavar="ID", help="entry id, e.g. memory.cuda-oom")
+    explain.set_defaults(run=_run_explain)
+
+    rules = sub.add_parser("rules", help="list every failure entry")
+    rules.add_argument("--format", choices=("text", "json"), default="text")
+    rules.set_defaults(run=_run_rules)
+
+    lsp = sub.add_parser("lsp", help="start the language server on stdio")
+    lsp.set_defaults(run=_run_lsp)
+    return parser
+
+
+def _run_diagnose(args: argparse.Namespace) -> int:
+    from rootrank.diagnose import InputError, diagnose_paths
+
+    paths = list(args.paths) or ["-"]
+    if paths == ["-"] and sys.stdin.isatty():
+        print("rootrank: reading the log from the terminal; paste it and press Ctrl-D (or pass a file)",
+              file=sys.stderr)
+    try:
+        diagnosis = diagnose_paths(paths)
+    except InputError as exc:
+        print(f"rootrank: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.format == "json":
+        from rootrank.render.json import diagnosis_to_json
+
+        _write(json.dumps(diagnosis_to_json(diagnosis, raw=args.raw), indent=2) + "\n")
+    elif args.format == "markdown":
+        from rootrank.render.markdown import render_markdown
+
+        _write(render_markdown(diagnosis, raw=args.raw))
+    else:
+        from rootrank.render.text import render_text
+
+        color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty()
+                                           and "NO_COLOR" not in os.environ)
+        _write(render_text(diagnosis, color=color, raw=args.raw))
+    _report_library_problems()
+    return EXIT_FOUND if diagnosis.failed else EXIT_OK
+
+
+def _report_library_problems() -> None:
+    from rootrank.library import load_library
+
+    for problem in load_library().problems:
+        what = "entry skipped" if problem.skipped else "entry problem"
+        print(f"rootrank: warning: {what}: {problem}", file=sys.stderr)
+
+
+def _run_explain(args: argparse.Namespace) -> int:
+    from rootrank.docs import explain
+    from rootrank.library import load_library
+
+    text = explain(args.rule)
+    if text is None:
+        ids = sorted(load_library().entries)
+        close = [i for i in ids if args.rule in i or i.split(".")[-1] in args.rule]
+        hint = f"; did you mean {', '.join(close[:5])}?" if close else "; `rootrank rules` lists them"
+        print(f"rootrank: no entry {args.rule!r}{hint}", file=sys.stderr)
+        return EXIT_ERROR
+    _write(text)
+    return EXIT_OK
+
+
+def _run_rules(args: argparse.Namespace) -> int:
+    from rootrank.library import load_library
+
+    library = load_library()
+    entries = sorted(library.entries.values(), key=lambda e: e.id)
+    if args.format == "json":
+        data = [{"id": e.id, "title": e.title, "category": e.category, "severity": e.severity.value,
+                 "role": e.role.value, "summary": e.summary, "fix": e.fix, "verify": e.verify,
+                 "references": list(e.references), "patterns": len(e.patterns),
+                 "has_code_check": bool(e.check)} for e in entries]
+        _write(json.dumps({"schema": "rootrank.rules/1", "rules": data}, indent=2) + "\n")
+    else:
+        width = max((len(e.id) for e in entries), default=10)
+        _write("".join(f"{e.id:<{width}}  {e.severity.value:<7}  {e.role.value:<7}  {e.title}\n" for e in entries))
+    _report_library_problems()
+    return EXIT_OK
+
+
+def _run_lsp(args: argparse.Namespace) -> int:
+    from rootrank.lsp.server import main as lsp_main
+
+    lsp_main()
+    return EXIT_OK
+
+
+def _write(text: str) -> None:
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader (e.g. `head`) went away; that is not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] | None = getattr(args, "run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
+        if os.environ.get("ROOTRANK_DEBUG"):
+            raise
+        print(f"rootrank: internal error: {type(exc).__name__}: {exc} (set ROOTRANK_DEBUG=1 for details)",
+              file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""Choosing the initiating rank, and saying which signal decided it.
+
+Causes beat symptoms; among causes the earliest wins (timestamps where every candidate has one, else
+order of appearance). When no rank shows a cause, the ranks that suffered tell who did not: a rank
+missing from the set of timed-out ranks, the odd one out in the collective they wait in, the rank
+that is behind in sequence numbers, or a culprit named by desync/flight-recorder reports. The
+launcher's own account (first exit, survivors at SIGTERM, the elastic "Root Cause") is weak evidence:
+it is second-resolution and often names a victim. When nothing decides, the candidates are listed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from rootrank.diagnose.collect import Collected, is_error_cause
+from rootrank.diagnose.launcher import LauncherReport
+from rootrank.model import Event, Role, Severity
+
+STALLED_RULE = "distributed.rank-stalled"
+MISMATCH_RULE = "distributed.collective-mismatch"
+TIMEOUT_RULE = "distributed.collective-timeout"
+HOST_KILL_RULE = "memory.host-oom-kill"
+SIGNAL_RULE = "process.killed-signal"
+CAUSE_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"}
+
+
+@dataclass
+class Verdict:
+    rank: int | None
+    cause: Event | None  # the event that names the failure (may be on another rank than `rank`)
+    rule: str | None  # the failure's entry id
+    decided_by: str
+    reasons: list[str] = field(default_factory=list)
+    candidates: list[tuple[int, str, str]] = field(default_factory=list)  # (rank, rule, why)
+    undecided: str = ""
+
+
+def _ranks_text(ranks: set[int] | list[int]) -> str:
+    """Compact rank list: 0-2,4-7."""
+    values = sorted(set(ranks))
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+class InitiatorFinder:
+    def __init__(self, collected: Collected, launcher: LauncherReport) -> None:
+        self.col = collected
+        self.launcher = launcher
+        self.local_to_global = self._local_to_global()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _local_to_global(self) -> dict[int, int]:
+        mapping = {e.local_rank: e.rank for e in self.launcher.exits
+                   if e.local_rank is not None and e.rank is not None}
+        hosts = {e.host for e in self.launcher.exits if e.host}
+        if not mapping and len(hosts) <= 1:
+            # One node and no table: torchelastic numbers local ranks like global ones.
+            known = self.launcher.survivors() | {e.local_rank for e in self.launcher.exits if e.local_rank is not None}
+            mapping = {lr: lr for lr in known}
+        return mapping
+
+    def _event_rank(self, event: Event) -> int | None:
+        if event.rank is not None:
+            return event.rank
+        local = event.fields.get("local_rank")
+        if local is not None and local.isdigit():
+            return self.local_to_global.get(int(local), int(local) if not self.local_to_global else None)
+        if event.line.local_rank is not None:
+            return self.local_to_global.get(event.line.local_rank, event.line.local_rank)
+        return None
+
+    def _world(self) -> set[int]:
+        world = set(self.col.ranks_seen)
+        world |= {self.local_to_global.get(r, r) for r in self.launcher.all_ranks()}
+        if self.launcher.world_size:
+            world |= set(range(self.launcher.world_size))
+        return world
+
+    # ------------------------------------------------------------------ decision
+
+    def decide(self) -> Verdict:
+        units = [u for u in self.col.units if not u.line.quoted]
+        causes = [u for u in units if is_error_cause(u)]
+        if not causes:
+            causes = [u for u in self.col.units if u.line.quoted and is_error_cause(u)]
+        if causes:
+            return self._from_causes(causes, units)
+        symptoms = [u for u in units if u.role is Role.SYMPTOM]
+        if symptoms:
+            return self._from_symptoms(symptoms)
+        soft = [u for u in units if u.role is Role.CAUSE]
+        if soft:
+            best = max(soft, key=lambda e: (e.severity is Severity.WARNING, -e.order))
+            return Verdict(rank=self._event_rank(best), cause=best, rule=best.rule,
+                           decided_by="no failure; the most important warning")
+        return Verdict(rank=None, cause=None, rule=None, decided_by="nothing matched")
+
+    def _from_causes(self, causes: list[Event], units: list[Event]) -> Verdict:
+        by_rank: dict[int | None, Event] = {}
+        for event in causes:
+            rank = self._event_rank(event)
+            if rank not in by_rank:
+                by_rank[rank] = event
+        ranked = {r: e for r, e in by_rank.items() if r is not None}
+        if not ranked:
+            event = by_rank[None]
+            rank, how = self._rank_from_launcher()
+            reasons = [f"the failure was printed without a rank prefix; {how}"] if rank is not None else []
+            return Verdict(rank=rank, cause=event, rule=event.rule,
+                           decided_by="launcher exit" if rank is not None else "single process or no rank prefix",
+                           reasons=reasons)
+        timed = {r: e.line.time for r, e in ranked.items()}
+        use_time = len(ranked) > 1 and all(t is not None for t in timed.values())
+        order = sorted(ranked, key=lambda r: (timed[r], ranked[r].order) if use_time else (ranked[r].order, 0))
+        first = order[0]
+        event = ranked[first]
+        how = "timestamp" if use_time else "order of appearance"
+        reasons = []
+        others = order[1:]
+        if others:
+            reasons.append(f"its {event.rule} (line {event.line.number}) comes before the causes on rank(s) "
+                           f"{_ranks_text(others)} ({how})")
+        else:
+            reasons.append(f"it is the only rank with a failure of its own ({event.rule}, line {event.line.number})")
+        verdict = Verdict(rank=first, cause=event, rule=event.rule, decided_by=f"earliest cause ({how})",
+                          reasons=reasons)
+        same_rule = [r for r in order if ranked[r].rule == event.rule]
+        if len(same_rule) > 1:
+            verdict.candidates = [(r, ranked[r].rule, f"also raised {ranked[r].rule}") for r in same_rule[1:]]
+        self._launcher_first_exit(verdict, ranked)
+        return verdict
+
+    def _rank_from_launcher(self) -> tuple[int | None, str]:
+        first = self.launcher.first_failure()
+        if first is not None and first.local_rank is not None and first.exitcode is not None and first.exitcode > 0:
+            rank = self.local_to_global.get(first.local_rank, first.local_rank)
+            return rank, f"the launcher saw local rank {first.local_rank} exit first with code {first.exitcode}"
+        failing = [e for e in self.launcher.exits if e.exitcode is not None and e.exitcode > 0 and e.rank is not None]
+        ranks = {e.rank for e in failing}
+        if len(ranks) == 1:
+            rank = ranks.pop()
+            return rank, f"rank {rank} is the only child that exited with an error code"
+        return None, ""
+
+    def _launcher_first_exit(self, verdict: Verdict, ranked: dict[int, Event]) -> None:
+        """A child that exited first, printed nothing, while the rank we see failing was still alive."""
+        first = self.launcher.first_failure()
+        if first is None or first.local_rank is None or first.exitcode is None or first.exitcode <= 0:
+            return
+        rank = self.local_to_global.get(first.local_rank)
+        if rank is None or rank == verdict.rank or rank in self.col.ranks_seen or rank in ranked:
+            return
+        survivors = {self.local_to_global.get(lr, lr) for lr in self.launcher.survivors()}
+        if verdict.rank not in survivors:
+            return
+        verdict.reasons = [
+            f"the launcher saw local rank {first.local_rank} (pid {first.pid}) exit first with code {first.exitcode}, "
+            f"while rank {verdict.rank} was still alive (it was sent SIGTERM); rank {rank}'s own output is not in "
+            f"the log, and rank {verdict.rank}'s {verdict.rule} shows what the ranks were running into"]
+        verdict.candidates.insert(0, (verdict.rank if verdict.rank is not None else -1, verdict.rule or "",
+                                      "its failure is the one visible in the log"))
+        verdict.rank = rank
+        verdict.decided_by = "launcher exit order"
+
+    def _from_symptoms(self, symptoms: list[Event]) -> Verdict:
+        named = self._named_culprit(symptoms)
+        if named is not None:
+            return named
+        suffered: dict[int, Event] = {}
+        for event in symptoms:
+            rank = self._event_rank(event)
+            if rank is not None and rank not in suffered:
+                suffered[rank] = event
+        timeouts = {r: e for r, e in suffered.items() if e.rule == TIMEOUT_RULE}
+        odd = self._odd_one_out(timeouts)
+        if odd is not None:
+            return odd
+        first_symptom = min(symptoms, key=lambda e: e.order)
+        world = self._world()
+        missing = sorted(world - set(suffered))
+        victims = _ranks_text(list(suffered))
+        if len(missing) == 1:
+            rank = missing[0]
+            return Verdict(rank=rank, cause=first_symptom, rule=STALLED_RULE, decided_by="missing from the timeouts",
+                           reasons=[f"ranks {victims} report {first_symptom.rule} while rank {rank} reports nothing: "
+                                    f"it never reached the collective the others wait in"])
+        behind = self._behind(timeouts)
+        if behind is not None:
+            return behind
+        if 0 not in suffered and (0 in missing or not world or world == set(suffered)):
+            candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing if r != 0]
+            numel = first_symptom.fields.get("numel_in") or first_symptom.fields.get("numel")
+            barrier = " in a 1-element barrier" if numel == "1" else ""
+            return Verdict(rank=0, cause=first_symptom, rule=STALLED_RULE, decided_by="rank 0 absent from the timeouts",
+                           reasons=[f"ranks {victims} timed out{barrier} waiting for a peer while rank 0 shows no "
+                                    f"timeout: rank 0 is where serial work (checkpoint save, data preparation, "
+                                    f"evaluation) runs while the others wait"],
+                           candidates=candidates)
+        candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing]
+        return Verdict(rank=None, cause=first_symptom, rule=first_symptom.rule, decided_by="undecided",
+                       candidates=candidates,
+                       undecided=f"ranks {victims} only suffered ({first_symptom.rule}); the log does not show "
+                                 f"which rank stopped first" + (f"; candidates: {_ranks_text(missing)}" if missing else ""))
+
+    def _named_culprit(self, symptoms: list[Event]) -> Verdict | None:
+        """Desync reports, flight-recorder analyses and NCCL peers that name the rank others wait for."""
+        peers: Counter[int] = Counter()
+        sample: dict[int, Event] = {}
+        for event in self.col.units:
+            peer = event.fields.get("peer")
+            if peer is None or not peer.isdigit():
+                continue
+            rank = int(peer)
+            if event.fields.get("peer_is_local") or "localRank" in event.line.text:
+                rank = self.local_to_global.get(rank, rank)
+            peers[rank] += 1
+            sample.setdefault(rank, event)
+        if len(peers) == 1:
+            rank, _ = peers.most_common(1)[0]
+            event = sample[rank]
+            rule = STALLED_RULE if event.rule == STALLED_RULE else event.rule
+            return Verdict(rank=rank, cause=event, rule=rule if rule != "distributed.peer-exited" else STALLED_RULE,
+                           decided_by="named by a peer report",
+                           reasons=[f"line {event.line.number} names rank {rank}: {event.line.text.strip()[:160]}"])
+        return None
+
+    def _odd_one_out(self, timeouts: dict[int, Event]) -> Verdict | None:
+        if len(timeouts) < 3:
+            return None
+        for key in ("optype", "seq"):
+            values = {r: e.fields.get(key) for r, e in timeouts.items() if e.fields.get(key)}
+            if len(values) < 3:
+                continue
+            counts = Counter(values.values())
+            if len(counts) < 2:
+                continue
+            lonely = [r for r, v in values.items() if counts[v] == 1]
+            if len(lonely) == 1 and counts.most_common(1)[0][1] >= 2:
+                rank = lonely[0]
+                event = timeouts[rank]
+                majority = counts.most_common(1)[0][0]
+                rule = MISMATCH_RULE if key == "optype" else STALLED_RULE
+                return Verdict(rank=rank, cause=event, rule=rule, decided_by=f"odd one out ({key})",
+                               reasons=[f"rank {rank} waits in {key}={values[rank]} while ranks "
+                                        f"{_ranks_text([r for r in values if r != rank])} wait in {key}={majority}: "
+                                        f"it is on a different code path"])
+        return None
+
+    def _behind(self, timeouts: dict[int, Event]) -> Verdict | None:
+        completed: dict[int, int] = {}
+        for r, e in timeouts.items():
+            value = e.fields.get("last_completed")
+            if value is not None and value.lstrip("-").isdigit():
+                completed[r] = int(value)
+        if len(completed) < 2 or len(set(completed.values())) < 2:
+            return None
+        lowest = min(completed.values())
+        behind = [r for r, v in completed.items() if v == lowest]
+        if len(behind) != 1:
+            return None
+        rank = behind[0]
+        return Verdict(rank=rank, cause=timeouts[rank], rule=STALLED_RULE, decided_by="behind in sequence numbers",
+                       reasons=[f"rank {rank} last completed collective #{lowest}, behind the others "
+                                f"({', '.join(f'rank {r}: #{v}' for r, v in sorted(completed.items()) if r != rank)})"])
+
+
+def collateral_by_rank(collected: Collected, verdict: Verdict, finder: InitiatorFinder) -> dict[int, Event]:
+    """For every other rank, the first thing it suffered (or raised)."""
+    out: dict[int, Event] = {}
+    preference = defaultdict(int, {Role.SYMPTOM: 2, Role.CAUSE: 1})
+    for event in collected.units:
+        rank = finder._event_rank(event)
+        if rank is None or rank == verdict.rank or event.role is Role.CONTEXT:
+            continue
+        current = out.get(rank)
+        if current is None or (preference[event.role] > preference[current.role] and event.line.quoted is False
+                               and current.line.quoted):
+            out[rank] = event
+    return out

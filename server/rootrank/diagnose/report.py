@@ -1,0 +1,158 @@
+"""Assembling the `Diagnosis`: root cause with evidence and reasons, collateral ranks, findings, timeline."""
+
+from __future__ import annotations
+
+from rootrank.diagnose.collect import Collected
+from rootrank.diagnose.enrich import enrich
+from rootrank.diagnose.fixtext import render_fix
+from rootrank.diagnose.initiator import InitiatorFinder, Verdict, _ranks_text, collateral_by_rank
+from rootrank.diagnose.launcher import LauncherReport
+from rootrank.library import Library
+from rootrank.model import (
+    Candidate,
+    Collateral,
+    Diagnosis,
+    Event,
+    Evidence,
+    FindingSummary,
+    Role,
+    RootCause,
+    Severity,
+    TimelineItem,
+)
+
+MAX_EVIDENCE = 6
+MAX_TIMELINE_PER_RANK = 6
+MAX_TIMELINE = 600
+
+
+def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Library) -> Diagnosis:
+    finder = InitiatorFinder(collected, launcher)
+    verdict = finder.decide()
+    collateral = collateral_by_rank(collected, verdict, finder)
+    root = _root_cause(verdict, collected, collateral, library, launcher)
+    findings = _findings(collected, library)
+    ranks_seen = set(collected.ranks_seen) | set(collateral)
+    if verdict.rank is not None:
+        ranks_seen.add(verdict.rank)
+    ranks_seen |= {finder.local_to_global.get(r, r) for r in collected.local_ranks_seen}
+    return Diagnosis(
+        root_cause=root,
+        candidates=tuple(Candidate(r, rule, why) for r, rule, why in verdict.candidates if r >= 0),
+        collateral=tuple(Collateral(rank, e.rule, e.line.number, _title(library, e.rule))
+                         for rank, e in sorted(collateral.items())),
+        findings=findings,
+        ranks_seen=tuple(sorted(ranks_seen)),
+        timeline=_timeline(collected, finder),
+        lines_read=collected.lines,
+        sources=tuple(collected.sources),
+        undecided=verdict.undecided,
+    )
+
+
+def _title(library: Library, rule: str) -> str:
+    entry = library.get(rule)
+    return entry.title if entry else rule
+
+
+def _root_cause(verdict: Verdict, collected: Collected, collateral: dict[int, Event], library: Library,
+                launcher: LauncherReport) -> RootCause | None:
+    if verdict.rule is None:
+        return None
+    entry = library.get(verdict.rule)
+    if entry is None:
+        return None
+    cause = verdict.cause
+    fields = dict(cause.fields) if cause is not None and cause.rule == entry.id else {}
+    if cause is not None and verdict.rule != cause.rule:
+        # The failure is named by the rank signals (e.g. a stalled rank); keep the observed numbers.
+        fields.update({k: v for k, v in cause.fields.items() if k not in fields})
+    if verdict.rank is not None:
+        fields.setdefault("rank", str(verdict.rank))
+    fields = enrich(entry.id, fields)
+    evidence = _evidence(verdict, collateral)
+    why = _why(verdict, collateral, library)
+    severity = entry.severity
+    if cause is not None and cause.severity is not Severity.ERROR and entry.id == cause.rule:
+        severity = cause.severity
+    host = collected.hosts.get(verdict.rank) if verdict.rank is not None else None
+    if host is None and cause is not None and cause.rank == verdict.rank:
+        host = cause.line.host
+    return RootCause(
+        rule=entry.id,
+        title=entry.title,
+        severity=severity,
+        rank=verdict.rank,
+        host=host,
+        line=cause.line.number if cause is not None else 0,
+        evidence=evidence,
+        why=why,
+        fix=render_fix(entry, collected.stacks, fields),
+        verify=entry.verify,
+        references=entry.references,
+        source=cause.line.source if cause is not None else "-",
+        fields=fields,
+        decided_by=verdict.decided_by,
+    )
+
+
+def _evidence(verdict: Verdict, collateral: dict[int, Event]) -> tuple[Evidence, ...]:
+    items: list[Evidence] = []
+    seen: set[tuple[str, int]] = set()
+
+    def add(event: Event) -> None:
+        key = (event.line.source, event.line.number)
+        if key in seen or len(items) >= MAX_EVIDENCE:
+            return
+        seen.add(key)
+        items.append(Evidence(event.line.number, event.line.rank, event.line.raw.strip()[:2000], event.line.source))
+
+    if verdict.cause is not None:
+        add(verdict.cause)
+    for event in list(collateral.values())[:3]:
+        add(event)
+    return tuple(items)
+
+
+def _why(verdict: Verdict, collateral: dict[int, Event], library: Library) -> str:
+    parts = list(verdict.reasons)
+    if verdict.undecided:
+        parts.append(verdict.undecided)
+    if collateral:
+        by_rule: dict[str, list[int]] = {}
+        for rank, event in collateral.items():
+            by_rule.setdefault(event.rule, []).append(rank)
+        suffered = "; ".join(f"rank(s) {_ranks_text(ranks)}: {_title(library, rule)}"
+                             for rule, ranks in sorted(by_rule.items(), key=lambda kv: min(kv[1])))
+        parts.append(f"then {suffered}")
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + ("." if text and not text.endswith(".") else "")
+
+
+def _findings(collected: Collected, library: Library) -> tuple[FindingSummary, ...]:
+    out = []
+    for rule, count in collected.counts.items():
+        entry = library.get(rule)
+        if entry is None or count.first is None:
+            continue
+        out.append(FindingSummary(rule=rule, title=entry.title, severity=entry.severity, role=entry.role,
+                                  rank=count.first.rank, line=count.first.line.number, count=count.count,
+                                  ranks=tuple(sorted(count.ranks))))
+    return tuple(sorted(out, key=lambda f: f.line))
+
+
+def _timeline(collected: Collected, finder: InitiatorFinder) -> tuple[TimelineItem, ...]:
+    per_rank: dict[int | None, int] = {}
+    items: list[TimelineItem] = []
+    for event in sorted(collected.units, key=lambda e: e.order):
+        if event.line.quoted and event.role is not Role.CAUSE:
+            continue
+        rank = finder._event_rank(event)
+        if per_rank.get(rank, 0) >= MAX_TIMELINE_PER_RANK:
+            continue
+        per_rank[rank] = per_rank.get(rank, 0) + 1
+        items.append(TimelineItem(rank=rank, rule=event.rule, role=event.role, line=event.line.number,
+                                  order=event.order, time=event.line.time, text=event.line.text.strip()[:300]))
+        if len(items) >= MAX_TIMELINE:
+            break
+    return tuple(items)

@@ -1,0 +1,48 @@
+"""Pieces every human-facing rendering shares: grouped collateral, "also seen", rank lists."""
+
+from __future__ import annotations
+
+from rootrank.model import Diagnosis, FindingSummary
+
+
+def ranks_text(ranks: list[int] | tuple[int, ...] | set[int]) -> str:
+    values = sorted(set(ranks))
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def collateral_groups(d: Diagnosis) -> list[tuple[str, str, list[int]]]:
+    """(rule, title, ranks) for each symptom the collateral ranks suffered, first-seen order."""
+    groups: dict[str, tuple[str, list[int]]] = {}
+    for c in d.collateral:
+        groups.setdefault(c.rule, (c.title or c.rule, []))[1].append(c.rank)
+    return [(rule, title, ranks) for rule, (title, ranks) in groups.items()]
+
+
+def also_seen(d: Diagnosis) -> list[FindingSummary]:
+    root_rule = d.root_cause.rule if d.root_cause else None
+    collateral_rules = {c.rule for c in d.collateral}
+    return [f for f in d.findings if f.rule != root_rule and f.rule not in collateral_rules]
+
+
+def where(rank: int | None, host: str | None) -> str:
+    if rank is None:
+        return host or "no rank (single process or unprefixed output)"
+    return f"rank {rank}" + (f" ({host})" if host else "")
+
+
+def count_text(f: FindingSummary, all_ranks: tuple[int, ...]) -> str:
+    if f.ranks and len(f.ranks) > 1:
+        scope = "all ranks" if set(f.ranks) >= set(all_ranks) and len(all_ranks) > 1 else f"ranks {ranks_text(f.ranks)}"
+    elif f.ranks:
+        scope = f"rank {f.ranks[0]}"
+    else:
+        scope = ""
+    return f"x{f.count}" + (f", {scope}" if scope else "")

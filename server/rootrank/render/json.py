@@ -1,0 +1,46 @@
+"""Diagnosis -> JSON (schema `rootrank.diagnosis/1`), the contract other tools rely on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rootrank.model import Diagnosis
+from rootrank.redact import redact
+
+SCHEMA = "rootrank.diagnosis/1"
+
+
+def diagnosis_to_json(d: Diagnosis, raw: bool = False) -> dict[str, Any]:
+    clean = (lambda s: s) if raw else redact
+    root = d.root_cause
+    return {
+        "schema": SCHEMA,
+        "root_cause": None if root is None else {
+            "rule": root.rule,
+            "title": root.title,
+            "severity": root.severity.value,
+            "rank": root.rank,
+            "host": root.host,
+            "line": root.line,
+            "source": root.source,
+            "evidence": [{"line": e.line, "rank": e.rank, "text": clean(e.text), "source": e.source}
+                         for e in root.evidence],
+            "why": clean(root.why),
+            "decided_by": root.decided_by,
+            "fix": clean(root.fix),
+            "verify": root.verify,
+            "references": list(root.references),
+            "fields": {k: clean(v) for k, v in sorted(root.fields.items())},
+        },
+        "undecided": d.undecided or None,
+        "candidates": [{"rank": c.rank, "rule": c.rule, "why": c.why} for c in d.candidates],
+        "collateral": [{"rank": c.rank, "rule": c.rule, "line": c.line, "title": c.title} for c in d.collateral],
+        "findings": [{"rule": f.rule, "title": f.title, "severity": f.severity.value, "role": f.role.value,
+                      "rank": f.rank, "line": f.line, "count": f.count, "ranks": list(f.ranks)}
+                     for f in d.findings],
+        "ranks_seen": list(d.ranks_seen),
+        "timeline": [{"rank": t.rank, "rule": t.rule, "role": t.role.value, "line": t.line, "order": t.order,
+                      "time": t.time, "text": clean(t.text)} for t in d.timeline],
+        "lines_read": d.lines_read,
+        "sources": list(d.sources),
+    }
