@@ -1,0 +1,5 @@
+"""The language server (`rootrank lsp`): the only package that imports pygls and lsprotocol.
+
+Feature modules: diagnostics (code and configs), logs (training logs), hover, code_actions, commands;
+the core is server.py; settings.py, convert.py, noqa.py, calls.py, environment.py and engine.py support them.
+"""

@@ -1,0 +1,137 @@
+"""Code actions: each diagnostic's fixes, "Ignore <id> on this line", and `source.fixAll.rootrank`.
+
+Everything comes from `Diagnostic.data` as published (or, for clients that do not echo `data`, from the
+diagnostics the server published for the current version); nothing is recomputed. The preferred fix is
+the first safe one; unsafe fixes say "(unsafe)" in their title and are never part of fix-all;
+display-only fixes are not offered as edits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from rootrank.lsp.convert import range_from_json
+
+if TYPE_CHECKING:
+    from pygls.workspace import TextDocument
+
+    from rootrank.lsp.server import RootrankServer
+
+FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.rootrank"
+KINDS: list[types.CodeActionKind | str] = [types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL]
+
+
+def _wanted(kind: str, only: list[str] | None) -> bool:
+    return not only or any(kind == k or kind.startswith(f"{k}.") for k in only)
+
+
+def _key(diagnostic: types.Diagnostic) -> tuple[Any, ...]:
+    r = diagnostic.range
+    return (str(diagnostic.code), r.start.line, r.start.character, r.end.line, r.end.character)
+
+
+def _data_for(ls: RootrankServer, document: TextDocument, diagnostic: types.Diagnostic) -> dict[str, Any] | None:
+    """The diagnostic's data if it belongs to the current text, else the published twin's, else None."""
+    data = diagnostic.data
+    if isinstance(data, dict) and data.get("version") == document.version:
+        return data
+    state = ls.state(document.uri)
+    if state is None or state.published_version != document.version:
+        return None
+    key = _key(diagnostic)
+    for published in state.diagnostics:
+        if _key(published) == key and isinstance(published.data, dict):
+            return published.data
+    return None
+
+
+def _edit(ls: RootrankServer, document: TextDocument, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
+    """A workspace edit, versioned when the client supports document changes (so a stale edit is refused)."""
+    if ls.client_supports("workspace", "workspace_edit", "document_changes"):
+        text_document = types.OptionalVersionedTextDocumentIdentifier(uri=document.uri, version=document.version)
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document, list(edits))])
+    return types.WorkspaceEdit(changes={document.uri: list(edits)})
+
+
+def _text_edits(fix: dict[str, Any]) -> list[types.TextEdit]:
+    return [types.TextEdit(range_from_json(e["range"]), str(e["newText"])) for e in fix.get("edits", ())]
+
+
+def quick_fixes(
+    ls: RootrankServer, document: TextDocument, diagnostic: types.Diagnostic, data: dict[str, Any]
+) -> list[types.CodeAction]:
+    actions: list[types.CodeAction] = []
+    preferred_given = False
+    for fix in data.get("fixes", ()):
+        applicability = fix.get("applicability")
+        if applicability == "display-only" or not fix.get("edits"):
+            continue
+        unsafe = applicability != "safe"
+        preferred = not unsafe and not preferred_given
+        preferred_given |= preferred
+        actions.append(types.CodeAction(
+            title=f"{fix['title']} (unsafe)" if unsafe else str(fix["title"]),
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[diagnostic],
+            edit=_edit(ls, document, _text_edits(fix)),
+            is_preferred=preferred or None,
+        ))
+    noqa = data.get("noqa")
+    if isinstance(noqa, dict):
+        edit = types.TextEdit(range_from_json(noqa["range"]), str(noqa["newText"]))
+        actions.append(types.CodeAction(
+            title=f"Ignore {data.get('rule', diagnostic.code)} on this line",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[diagnostic],
+            edit=_edit(ls, document, [edit]),
+        ))
+    return actions
+
+
+def fix_all_edits(ls: RootrankServer, document: TextDocument) -> list[types.TextEdit]:
+    """The safe fixes of every current diagnostic, whole fixes only, none overlapping an earlier one."""
+    state = ls.state(document.uri)
+    if state is None or state.published_version != document.version:
+        return []
+    taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    out: list[types.TextEdit] = []
+    for diagnostic in state.diagnostics:
+        data = diagnostic.data if isinstance(diagnostic.data, dict) else {}
+        safe = [f for f in data.get("fixes", ()) if f.get("applicability") == "safe" and f.get("edits")]
+        if not safe:
+            continue
+        edits = _text_edits(safe[0])
+        spans = [((e.range.start.line, e.range.start.character), (e.range.end.line, e.range.end.character))
+                 for e in edits]
+        if any((a < d and c < b) or a == c for a, b in spans for c, d in taken):
+            continue  # overlaps a fix already taken: the next fix-all (after a re-check) gets it
+        taken.extend(spans)
+        out.extend(edits)
+    return out
+
+
+def code_action(ls: RootrankServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    document = ls.document(params.text_document.uri)
+    if document is None:
+        return None
+    only = [str(k) for k in params.context.only] if params.context.only else None
+    actions: list[types.CodeAction] = []
+    if _wanted(types.CodeActionKind.QuickFix.value, only):
+        for diagnostic in params.context.diagnostics:
+            if diagnostic.source != "rootrank":
+                continue
+            data = _data_for(ls, document, diagnostic)
+            if data is not None:
+                actions.extend(quick_fixes(ls, document, diagnostic, data))
+    if _wanted(FIX_ALL, only):
+        edits = fix_all_edits(ls, document)
+        if edits:
+            actions.append(types.CodeAction(
+                title="rootrank: fix all (safe fixes)", kind=FIX_ALL, edit=_edit(ls, document, edits)))
+    return actions
+
+
+def register(server: RootrankServer) -> None:
+    server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=KINDS))(code_action)

@@ -1,0 +1,82 @@
+"""`workspace/executeCommand` `rootrank.diagnose`: diagnose a piece of log text.
+
+Arguments: `[text]`, `[text, sourceUri]`, or `[{"text": ..., "uri": ...}]`. An empty text with the URI
+of an open document (or of a file) diagnoses that document. The result is exactly the JSON of
+`rootrank diagnose --format json` plus a `markdown` field. The main use is text pasted from a terminal
+selection (partial, wrapped, with prompt lines): it is handed to the engine as is, like stdin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.uris import to_fs_path
+
+from rootrank.lsp import engine
+
+if TYPE_CHECKING:
+    from rootrank.lsp.server import RootrankServer
+
+DIAGNOSE = "rootrank.diagnose"
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+def parse_arguments(args: tuple[Any, ...]) -> tuple[str | None, str | None]:
+    """(text, uri) from the command's arguments; raises JsonRpcInvalidParams on anything else."""
+    if len(args) == 1 and isinstance(args[0], dict):
+        options = args[0]
+        text, uri = options.get("text"), options.get("uri", options.get("source"))
+    elif 1 <= len(args) <= 2:
+        text, uri = args[0], args[1] if len(args) == 2 else None
+    else:
+        raise JsonRpcInvalidParams(f"{DIAGNOSE} takes [text] or [text, sourceUri], got {len(args)} arguments")
+    if text is not None and not isinstance(text, str):
+        raise JsonRpcInvalidParams(f"{DIAGNOSE}: the text must be a string, not {type(text).__name__}")
+    if uri is not None and not isinstance(uri, str):
+        raise JsonRpcInvalidParams(f"{DIAGNOSE}: the source must be a URI string, not {type(uri).__name__}")
+    if not text and not uri:
+        raise JsonRpcInvalidParams(f"{DIAGNOSE}: nothing to diagnose (empty text and no source)")
+    return text, uri
+
+
+def _source_path(uri: str) -> str:
+    if "://" not in uri:
+        return uri
+    return to_fs_path(uri) or uri
+
+
+def _read(ls: RootrankServer, uri: str) -> str:
+    document = ls.document(uri)
+    if document is not None:
+        return document.source
+    path = _source_path(uri)
+    try:
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            raise JsonRpcInvalidParams(f"{DIAGNOSE}: {path} is larger than {MAX_FILE_BYTES} bytes")
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise JsonRpcInvalidParams(f"{DIAGNOSE}: cannot read {path}: {exc.strerror}") from exc
+
+
+def run(text: str, source: str) -> dict[str, Any]:
+    """The command's result (runs in a worker thread)."""
+    diagnosis = engine.diagnose_text(text, source=source)
+    result = dict(engine.diagnosis_json(diagnosis))
+    result["markdown"] = engine.diagnosis_markdown(diagnosis)
+    return result
+
+
+def register(server: RootrankServer) -> None:
+    @server.command(DIAGNOSE)
+    async def diagnose(ls: RootrankServer, *args: Any) -> dict[str, Any]:
+        text, uri = parse_arguments(args)
+        if not text and uri:
+            text = _read(ls, uri)
+        source = _source_path(uri) if uri else "-"
+        loop = asyncio.get_running_loop()
+        # A cancelled request stops waiting at once; the thread's result is then dropped.
+        return await loop.run_in_executor(ls.executor, run, text or "", source)

@@ -1,0 +1,132 @@
+"""Diagnostics for training code and configs: `rootrank check` on open, on change (debounced) and on save.
+
+Each diagnostic carries the entry id as `code`, a link to the entry's local docs page, and in `data` its
+fixes (edits already in the client's positions) and the edit that adds `# noqa: <id>` to its line, so
+code actions never recompute anything. The check runs in a worker thread on a snapshot of the text; a
+result is published only if the document still has that text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from rootrank.lsp import engine
+from rootrank.lsp.convert import Lines, finding_to_diagnostic
+from rootrank.lsp.noqa import noqa_edit
+
+if TYPE_CHECKING:
+    from rootrank.lsp.server import RootrankServer
+    from rootrank.lsp.settings import Settings
+    from rootrank.lsp.state import DocumentState
+    from rootrank.model import Finding
+
+KIND = "code"
+PYTHON_SUFFIXES = (".py", ".pyi")
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+CODE_LANGUAGES = {"python": ".py", "yaml": ".yaml", "json": ".json", "jsonc": ".json"}
+
+
+def is_checked(uri: str, language_id: str | None) -> bool:
+    """Python files and training configs (accelerate / DeepSpeed YAML or JSON) are checked."""
+    path = uri.split("?", 1)[0].lower()
+    return path.endswith(PYTHON_SUFFIXES + CONFIG_SUFFIXES) or (language_id or "") in CODE_LANGUAGES
+
+
+def comment_char(path: str) -> str | None:
+    """The line-comment marker a `# noqa` can use in this file, or None (JSON has no comments)."""
+    return None if path.lower().endswith(".json") else "#"
+
+
+def check_path(uri: str, path: str | None, language_id: str | None) -> str:
+    """The path given to check_source: the file's own, or a made-up one whose suffix says what it is."""
+    path = path or uri.rsplit("/", 1)[-1]
+    suffix = CODE_LANGUAGES.get(language_id or "")
+    if suffix and not path.lower().endswith(PYTHON_SUFFIXES + CONFIG_SUFFIXES):
+        path += suffix
+    return path
+
+
+def compute(
+    text: str,
+    path: str,
+    version: int | None,
+    settings: Settings,
+    encoding: str,
+    crashes: list[tuple[str, BaseException]],
+) -> tuple[list[Finding], list[types.Diagnostic]]:
+    """The findings for one text and their diagnostics (runs in a worker thread)."""
+    findings = engine.check_isolated(text, path, settings.select, settings.ignore,
+                                     lambda rule, exc: crashes.append((rule, exc)))
+    lines = Lines(text, encoding)
+    comment = comment_char(path)
+    diagnostics = []
+    for finding in findings:
+        noqa = noqa_edit(lines, finding.line - 1, finding.rule) if comment else None
+        diagnostics.append(finding_to_diagnostic(
+            finding, lines, version=version, severity=settings.severity_for(finding.rule),
+            href=engine.docs_uri(finding.rule), noqa=noqa,
+        ))
+    return findings, diagnostics
+
+
+def _report_crashes(ls: RootrankServer, crashes: list[tuple[str, BaseException]]) -> None:
+    for rule, exc in crashes:
+        what = "the checks" if rule == "*" else f"rule {rule}"
+        detail = "".join(traceback.format_exception(exc)).rstrip()
+        level = types.MessageType.Warning if rule == "*" else types.MessageType.Error
+        suffix = "; re-running each rule alone" if rule == "*" else "; skipped, the other rules still ran"
+        ls.log_once(f"crash:{rule}:{type(exc).__name__}:{exc}", f"rootrank: {what} raised {exc!r}{suffix}\n{detail}",
+                    level)
+
+
+async def run(ls: RootrankServer, state: DocumentState) -> None:
+    document = ls.document(state.uri)
+    if document is None:
+        return
+    text, version, generation = document.source, document.version, state.generation
+    path = check_path(state.uri, document.path, document.language_id)
+    crashes: list[tuple[str, BaseException]] = []
+    encoding = str(ls.workspace.position_encoding or types.PositionEncodingKind.Utf16)
+    findings, diagnostics = await asyncio.get_running_loop().run_in_executor(
+        ls.executor, compute, text, path, version, ls.settings, encoding, crashes)
+    _report_crashes(ls, crashes)
+    if not ls.is_current(state, generation, version):
+        return  # the text changed meanwhile: a newer run is scheduled
+    state.findings, state.diagnostics, state.published_version = findings, diagnostics, version
+    ls.publish(state.uri, version, diagnostics)
+
+
+def register(server: RootrankServer) -> None:
+    server.runners[KIND] = run
+
+    def opened(ls: RootrankServer, params: types.DidOpenTextDocumentParams) -> None:
+        if ls.kind(params.text_document.uri) == KIND:
+            ls.schedule(params.text_document.uri, immediate=True)
+
+    def changed(ls: RootrankServer, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if ls.kind(uri) != KIND:
+            return
+        if ls.settings.lint_on == "save":
+            state = ls.state(uri)
+            if state is not None:
+                state.cancel()  # published results stay until the save brings new ones
+            return
+        ls.schedule(uri)
+
+    def saved(ls: RootrankServer, params: types.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        state = ls.state(uri)
+        document = ls.document(uri)
+        if state is None or document is None or state.kind != KIND:
+            return
+        if ls.settings.lint_on == "save" or state.published_version != document.version:
+            ls.schedule(uri, immediate=True)
+
+    server.on(types.TEXT_DOCUMENT_DID_OPEN, "diagnostics", opened)
+    server.on(types.TEXT_DOCUMENT_DID_CHANGE, "diagnostics", changed)
+    server.on(types.TEXT_DOCUMENT_DID_SAVE, "diagnostics", saved)

@@ -1,0 +1,315 @@
+"""`rootrank lsp`: the language server (pygls 2, stdio).
+
+The server is a small core plus feature modules, each with a `register(server)` function:
+diagnostics (code and configs), logs (training logs), hover, code_actions, commands. The core owns the
+per-document state and the scheduling, fans document notifications out to the features (a feature that
+raises is logged to the client and the others still run), forwards rootrank's warnings to the client's
+log, and exits when the client goes away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.workspace import TextDocument
+
+from rootrank.lsp.settings import Settings, parse_settings
+from rootrank.lsp.state import DocumentState
+
+LOG = logging.getLogger("rootrank.lsp")
+
+# A feature's hook for one kind of document: called with the server and the document's state.
+Runner = Callable[["RootrankServer", DocumentState], Awaitable[None]]
+Listener = Callable[["RootrankServer", Any], None]
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("rootrank")
+    except Exception:
+        return "0"
+
+
+class RootrankProtocol(LanguageServerProtocol):
+    """pygls' protocol, plus an error response for a request whose params do not parse.
+
+    pygls drops such a request without answering, which leaves the client waiting forever.
+    """
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                self._send_response(data["id"], error=exc.to_response_error())
+            raise
+
+
+class RootrankServer(LanguageServer):
+    """The language server: settings, per-document state and the scheduling of checks."""
+
+    def __init__(self) -> None:
+        super().__init__("rootrank", _version(), protocol_cls=RootrankProtocol, max_workers=4)
+        self.settings = Settings()
+        self.documents: dict[str, DocumentState] = {}
+        self.runners: dict[str, Runner] = {}
+        self.listeners: dict[str, list[tuple[str, Listener]]] = {}
+        self.kind_of: Callable[[str, str | None], str] = lambda uri, language_id: ""
+        # Our own pool: pygls' pool reads stdin, and a long diagnosis must never starve it.
+        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rootrank")
+        self._reported: set[str] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    # ------------------------------------------------------------------ client messages
+
+    def log(self, message: str, level: types.MessageType = types.MessageType.Info) -> None:
+        """window/logMessage, safe to call from any thread."""
+        params = types.LogMessageParams(type=level, message=message)
+        if self.loop is not None and threading.current_thread() is not threading.main_thread():
+            self.loop.call_soon_threadsafe(self.window_log_message, params)
+        else:
+            self.window_log_message(params)
+
+    def log_once(self, key: str, message: str, level: types.MessageType = types.MessageType.Error) -> None:
+        if key not in self._reported:
+            self._reported.add(key)
+            self.log(message, level)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # Into the client's log, not as pop-ups: the failing request already got its error response.
+        self.log(f"rootrank: internal error: {error}", types.MessageType.Error)
+
+    def client_supports(self, *path: str) -> bool:
+        """Whether the client declared the capability at `path` (e.g. "window", "work_done_progress")."""
+        value: Any = self.client_capabilities
+        for name in path:
+            value = getattr(value, name, None)
+            if value is None:
+                return False
+        return bool(value)
+
+    # ------------------------------------------------------------------ documents
+
+    def document(self, uri: str) -> TextDocument | None:
+        """An open document, or None (never read from disk: the client owns unopened files)."""
+        return self.workspace.text_documents.get(uri)
+
+    def state(self, uri: str) -> DocumentState | None:
+        return self.documents.get(uri)
+
+    def kind(self, uri: str) -> str:
+        """What an open document is to rootrank: "code", "log", or "" (not ours, or not open)."""
+        document = self.document(uri)
+        return self.track(document).kind if document is not None else ""
+
+    def track(self, document: TextDocument) -> DocumentState:
+        kind = self.kind_of(document.uri, document.language_id)
+        state = self.documents.get(document.uri)
+        if state is None or state.kind != kind:
+            if state is not None:
+                state.cancel()
+            state = self.documents[document.uri] = DocumentState(document.uri, kind)
+        return state
+
+    def schedule(self, uri: str, *, immediate: bool = False) -> None:
+        """Check the document again: now after a quiet spell, else once edits pause for `debounce_ms`.
+
+        Any scheduled or running check of an older text is abandoned (a result is only ever published
+        for the text it was computed on).
+        """
+        document = self.document(uri)
+        if document is None:
+            return
+        state = self.track(document)
+        runner = self.runners.get(state.kind)
+        if runner is None:
+            return
+        state.cancel()
+        now = time.monotonic()
+        quiet = now - state.last_change >= self.settings.debounce_ms / 1000
+        state.last_change = now
+        delay = 0.0 if (immediate or quiet) else self.settings.debounce_ms / 1000
+        generation = state.generation
+        state.timer = asyncio.get_running_loop().call_later(delay, self._start, state, runner, generation)
+
+    def _start(self, state: DocumentState, runner: Runner, generation: int) -> None:
+        state.timer = None
+        if state.generation != generation:
+            return
+        state.task = asyncio.ensure_future(self._run(state, runner))
+
+    async def _run(self, state: DocumentState, runner: Runner) -> None:
+        try:
+            await runner(self, state)
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:
+            self.log_once(f"runner:{state.kind}:{exc!r}", f"rootrank: checking {state.uri} failed:\n"
+                          + "".join(traceback.format_exception(exc)), types.MessageType.Error)
+
+    def forget(self, uri: str) -> None:
+        state = self.documents.pop(uri, None)
+        if state is not None:
+            state.cancel()
+
+    def is_current(self, state: DocumentState, generation: int, version: int | None) -> bool:
+        """Whether a result computed for (generation, version) may still be published."""
+        document = self.document(state.uri)
+        return (
+            self.documents.get(state.uri) is state
+            and state.generation == generation
+            and document is not None
+            and document.version == version
+        )
+
+    def publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )
+
+    # ------------------------------------------------------------------ fan-out
+
+    def on(self, method: str, owner: str, listener: Listener) -> None:
+        """Add `listener` for a document notification; each runs isolated from the others."""
+        self.listeners.setdefault(method, []).append((owner, listener))
+
+    def dispatch(self, method: str, params: Any) -> None:
+        for owner, listener in self.listeners.get(method, ()):
+            try:
+                listener(self, params)
+            except Exception as exc:
+                self.log(f"rootrank: {owner} failed on {method}: {exc!r}\n{traceback.format_exc()}",
+                         types.MessageType.Error)
+
+    def apply_settings(self, raw: Any, *, base: Settings | None = None) -> None:
+        settings, problems = parse_settings(raw, base if base is not None else self.settings)
+        for problem in problems:
+            self.log(f"rootrank: {problem}", types.MessageType.Warning)
+        changed = settings != self.settings
+        self.settings = settings
+        if changed:
+            for uri in list(self.documents):
+                self.forget(uri)
+            for uri in list(self.workspace.text_documents):
+                self.schedule(uri, immediate=True)
+
+
+class _ClientLogHandler(logging.Handler):
+    """Sends rootrank's own warnings (a skipped entry, a crashed rule) to the client's log."""
+
+    def __init__(self, server: RootrankServer) -> None:
+        super().__init__(logging.WARNING)
+        self.server = server
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith("rootrank.lsp"):
+            return  # the server reports its own problems itself
+        try:
+            level = types.MessageType.Error if record.levelno >= logging.ERROR else types.MessageType.Warning
+            self.server.log(f"rootrank: {self.format(record)}", level)
+        except Exception:
+            self.handleError(record)
+
+
+def _watch_parent(pid: int) -> None:
+    """Exit when the client process is gone even though our stdin is still open (orphaned server)."""
+
+    def alive() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def watch() -> None:
+        while alive():
+            time.sleep(3)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="rootrank-parent-watch", daemon=True).start()
+
+
+def create_server() -> RootrankServer:
+    """A server with every feature registered (the order of registration is the order of dispatch)."""
+    from rootrank.lsp import code_actions, commands, diagnostics, hover, logs
+
+    server = RootrankServer()
+
+    def kind_of(uri: str, language_id: str | None) -> str:
+        if server.settings.is_log(uri, language_id):
+            return "log"
+        return "code" if diagnostics.is_checked(uri, language_id) else ""
+
+    server.kind_of = kind_of
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: RootrankServer, params: types.InitializeParams) -> None:
+        ls.loop = asyncio.get_running_loop()
+        ls.apply_settings(params.initialization_options)
+        handler = _ClientLogHandler(ls)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        logging.getLogger("rootrank").addHandler(handler)
+        if params.process_id and params.process_id != os.getpid():
+            _watch_parent(params.process_id)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: RootrankServer, params: types.InitializedParams) -> None:
+        # Everything allocated so far lives as long as the server: keep the collector off it.
+        gc.collect()
+        gc.freeze()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(ls: RootrankServer, params: types.DidChangeConfigurationParams) -> None:
+        ls.apply_settings(params.settings)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: RootrankServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.dispatch(types.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: RootrankServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.dispatch(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
+    def did_save(ls: RootrankServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.dispatch(types.TEXT_DOCUMENT_DID_SAVE, params)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: RootrankServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.dispatch(types.TEXT_DOCUMENT_DID_CLOSE, params)
+        ls.forget(params.text_document.uri)
+        ls.publish(params.text_document.uri, None, [])
+
+    for module in (diagnostics, logs, hover, code_actions, commands):
+        module.register(server)
+    return server
+
+
+def main() -> int:
+    """Serve over stdio until the client says exit or goes away; returns the exit status."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    server = create_server()
+    server.start_io()
+    code = 0 if server.protocol._shutdown else 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Worker threads may still be busy with an abandoned diagnosis: don't wait for them.
+    os._exit(code)
