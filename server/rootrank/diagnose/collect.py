@@ -8,6 +8,7 @@ bounded whatever the log size.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -16,6 +17,9 @@ from rootrank.library import Entry, Library
 from rootrank.model import Event, LogLine, Role, Severity
 
 KEEP_PER_RANK_AND_RULE = 8
+# The collective a traceback was waiting in, from its c10d frame: `distributed_c10d.py", line 3151, in broadcast`.
+_C10D_FRAME = re.compile(r'distributed_c10d\.py", line \d+, in (?P<op>[a-z_]+)')
+_C10D_SKIP = {"wrapper", "wait", "_wait", "barrier_wrapper"}
 ROLE_WEIGHT = {Role.CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
 
 
@@ -52,6 +56,7 @@ class EventCollector:
         self._blocks: dict[int, Event] = {}
         self._block_index: dict[int, int] = {}  # block id -> index in units
         self._kept: dict[tuple[str, int | None], int] = defaultdict(int)
+        self._block_op: dict[int, str] = {}
         self._order = 0
 
     def observe(self, line: LogLine) -> int:
@@ -66,8 +71,12 @@ class EventCollector:
                 out.hosts[line.rank] = line.host
         elif line.local_rank is not None and not line.quoted:
             out.local_ranks_seen.add(line.local_rank)
-        if "/" in line.text or "(" in line.text:
-            out.stacks |= detect_stacks(line.text)
+        if "/" in line.raw or "(" in line.raw:
+            out.stacks |= detect_stacks(line.raw)
+        if line.block and "distributed_c10d.py" in line.text:
+            m = _C10D_FRAME.search(line.text)
+            if m and m["op"] not in _C10D_SKIP:
+                self._block_op[line.block] = m["op"].replace("_", "").upper()
         return self._order
 
     def add(self, line: LogLine, order: int, entry: Entry, fields: dict[str, str], pattern: str) -> None:
@@ -76,6 +85,8 @@ class EventCollector:
             rank = int(fields["rank"])
         if rank is not None and rank != line.rank:
             line = _with_rank(line, rank)
+        if line.block in self._block_op and "optype" not in fields and entry.role is Role.SYMPTOM:
+            fields = {**fields, "optype": self._block_op[line.block]}
         event = Event(rule=entry.id, role=entry.role, severity=entry.severity, line=line, fields=fields,
                       pattern=pattern, order=order)
         count = self.out.counts[entry.id]

@@ -59,10 +59,13 @@ def _root_cause(verdict: Verdict, collected: Collected, collateral: dict[int, Ev
                 launcher: LauncherReport) -> RootCause | None:
     if verdict.rule is None:
         return None
+    cause = verdict.cause
     entry = library.get(verdict.rule)
+    if entry is None and cause is not None:
+        # A library without the entry the rank signals point at still names what was observed.
+        entry = library.get(cause.rule)
     if entry is None:
         return None
-    cause = verdict.cause
     fields = dict(cause.fields) if cause is not None and cause.rule == entry.id else {}
     if cause is not None and verdict.rule != cause.rule:
         # The failure is named by the rank signals (e.g. a stalled rank); keep the observed numbers.

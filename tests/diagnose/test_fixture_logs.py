@@ -1,0 +1,52 @@
+"""Golden diagnoses of real logs: one folder per case under tests/fixtures/logs (and examples/).
+
+Each case holds `log.txt` (or `logs/`, the several files of one run), the script that produced it and
+`expect.yaml`: `family` (the entry id, or `none` for a clean run), `initiating_rank`, `collateral_ranks`,
+`evidence` (substrings of the log). A new case is a new folder; nothing here changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rootrank.diagnose import diagnose_paths
+from rootrank.model import Severity
+from tests.conftest import EXAMPLES, FIXTURE_LOGS
+
+CASES = sorted(p.parent for root in (FIXTURE_LOGS, EXAMPLES) for p in root.glob("*/expect.yaml"))
+
+
+def _inputs(case: Path) -> list[str]:
+    logs = case / "logs"
+    if logs.is_dir():
+        return sorted(str(f) for f in logs.rglob("*") if f.is_file())
+    return [str(case / "log.txt")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_fixture_diagnosis(case: Path) -> None:
+    expect = yaml.safe_load((case / "expect.yaml").read_text())
+    family = expect.get("family") or "none"
+    diagnosis = diagnose_paths(_inputs(case))
+    root = diagnosis.root_cause
+    if family == "none":
+        assert root is None or root.severity is not Severity.ERROR, f"false alarm: {root}"
+        return
+    accepted = {family, *(expect.get("accept") or [])}
+    assert root is not None, "no root cause found"
+    assert root.rule in accepted, f"root cause {root.rule}, expected one of {sorted(accepted)}"
+    want_rank = expect.get("initiating_rank")
+    if isinstance(want_rank, int) and not isinstance(want_rank, bool):
+        assert root.rank == want_rank, f"initiating rank {root.rank}, expected {want_rank}: {root.why}"
+    logs = [case / "log.txt", *sorted(f for f in (case / "logs").rglob("*") if f.is_file())]
+    text = "\n".join(p.read_text(errors="replace") for p in logs if p.is_file())
+    for evidence in expect.get("evidence") or []:
+        assert evidence in text, f"expect.yaml evidence not in the log: {evidence!r}"
+    collateral = {c.rank for c in diagnosis.collateral}
+    expected_collateral = set(expect.get("collateral_ranks") or [])
+    if expected_collateral and isinstance(want_rank, int):
+        assert want_rank not in collateral
+        assert collateral <= expected_collateral, f"collateral {sorted(collateral)} vs {sorted(expected_collateral)}"
