@@ -24,7 +24,7 @@ def add_keyword(semantic: Semantic, call: ast.Call, text: str) -> Edit | None:
     if any(isinstance(a, ast.GeneratorExp) for a in call.args) and len(arguments) == 1:
         return None  # `f(x for x in y)`: the generator's parentheses are the call's; leave it to a human.
     if not arguments:
-        line, _, end_line, end_column = semantic.span(call)
+        _, _, end_line, end_column = semantic.span(call)
         # The call ends just after its `)`: insert right before it.
         return Edit(end_line, end_column - 1, end_line, end_column - 1, text)
     last = max(arguments, key=lambda a: (getattr(a, "end_lineno", 0), getattr(a, "end_col_offset", 0)))

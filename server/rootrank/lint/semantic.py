@@ -144,7 +144,7 @@ class Semantic:
             keys = [self.literal(k, frame, depth + 1) for k in expr.keys]
             if any(k is UNKNOWN or k is None for k in keys):
                 return UNKNOWN
-            return {k: self.literal(v, frame, depth + 1) for k, v in zip(keys, expr.values)}
+            return {k: self.literal(v, frame, depth + 1) for k, v in zip(keys, expr.values, strict=True)}
         if isinstance(expr, ast.Name):
             for function in reversed(frame.functions if frame else ()):
                 default = parameter_default(function, expr.id)
@@ -194,6 +194,7 @@ class Semantic:
         name, presets = self.resolve_call(call)
         keywords = (*presets, *call.keywords)
         splat = any(k.arg is None for k in keywords)
+        reentrant: bool | None
         if name in (CHECKPOINT, CHECKPOINT_SEQUENTIAL):
             keyword = next((k for k in call.keywords if k.arg == "use_reentrant"), None)
             preset = next((k for k in presets if k.arg == "use_reentrant"), None)
@@ -209,7 +210,7 @@ class Semantic:
         if name == CHECKPOINT_WRAPPER:
             keyword = next((k for k in keywords if k.arg == "checkpoint_impl"), None)
             if keyword is None:
-                reentrant: bool | None = None if splat else False
+                reentrant = None if splat else False
             else:
                 impl = self.qualified(keyword.value) or ""
                 if impl == REENTRANT_IMPL:
@@ -288,10 +289,10 @@ def parameter_default(function: FunctionNode, name: str) -> tuple[ast.expr | Non
     args = function.args
     positional = [*args.posonlyargs, *args.args]
     defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-    for arg, default in zip(positional, defaults):
+    for arg, default in zip(positional, defaults, strict=True):
         if arg.arg == name:
             return (default,)
-    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults):
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
         if arg.arg == name:
             return (kw_default,)
     for extra in (args.vararg, args.kwarg):
@@ -324,11 +325,11 @@ class Compiled:
 
 
 def compiled(semantic: Semantic) -> Compiled:
-    cached = semantic.__dict__.get("_compiled")
+    cached: Compiled | None = semantic.__dict__.get("_compiled")
     if cached is None:
         cached = _find_compiled(semantic)
         semantic.__dict__["_compiled"] = cached
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 def _is_compile(semantic: Semantic, expr: ast.expr) -> bool:

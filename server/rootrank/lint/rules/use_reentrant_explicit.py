@@ -55,10 +55,10 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
             edits.fix(_KEEP.format("use_reentrant=True"), Applicability.SAFE,
                       edits.add_keyword(semantic, call, "use_reentrant=True")),
         ))
-    for site in semantic.training_arguments():
-        call = site.node
+    for args in semantic.training_arguments():
+        call = args.node
         enabled = keyword(call, "gradient_checkpointing")
-        if enabled is None or semantic.literal(enabled.value, site.frame) is not True:
+        if enabled is None or semantic.literal(enabled.value, args.frame) is not True:
             continue
         if keyword(call, "gradient_checkpointing_kwargs") or any(k.arg is None for k in call.keywords):
             continue
