@@ -21,7 +21,7 @@ _FORMS = (
     re.compile(r"^(?:AssertionError: )?Rank (?P<rank>\d{1,6}): "),
     re.compile(r"\brank (?P<rank>\d{1,6}) nranks \d"),
 )
-_MARKERS = ("Rank ", "RANK ", "rank ")
+_MARKERS = ("Rank ", "RANK", "rank ", "rank id")
 
 
 def rank_in_message(text: str) -> int | None:

@@ -48,9 +48,9 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     _p("cloudwatch", rf"\s*\|\s(?P<time>{_TS})\s\|\s"),
     _p("clock-stamp", r"(?P<time>\d\d:\d\d:\d\d\.\d{3})\s(?=\[)"),
     # glog header of torchelastic / c10d Python logging: "W1129 23:34:51.266000 14686 torch/.../api.py:908] ".
-    _p("glog", r"(?P<glog>[IWEF]\d{4}\s\d\d:\d\d:\d\d\.\d{1,9})\s+(?P<pid>\d{1,16})\s+[\w/.+-]{1,200}:\d{1,6}\]\s?"),
+    _p("glog", r"(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})\s+(?P<pid>\d{1,16})\s+[\w/.+-]{1,200}:\d{1,6}\]\s?"),
     # bracketed glog of c10d C++: "[E1026 04:01:30.105007493 ProcessGroupNCCL.cpp:1858] ", "[E ProcessGroupNCCL.cpp:566] ".
-    _p("glog-bracket", r"\[(?:(?P<glog>[IWEF]\d{4}\s\d\d:\d\d:\d\d\.\d{1,9})|[IWEF])\s[\w/.+-]{1,200}:\d{1,6}\]\s?"),
+    _p("glog-bracket", r"\[(?:(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})|[IWEF])\s[\w/.+-]{1,200}:\d{1,6}\]\s?"),
     # srun --label: "3: " (task id = global rank); only when the whole source uses it.
     _p("srun-label", r"\s{0,4}(?P<rank>\d{1,5}):\s", ambiguous=True),
     # pdsh / DeepSpeed multi-node runner: "node-05: ", "192.168.12.21: ".

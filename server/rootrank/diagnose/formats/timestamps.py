@@ -11,10 +11,10 @@ import re
 
 _DAYS_BEFORE_MONTH = (0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
 
-_GLOG = re.compile(r"[IWEF](\d\d)(\d\d)\s(\d\d):(\d\d):(\d\d(?:\.\d+)?)")
+_GLOG = re.compile(r"[IWEF](\d{1,2})(\d\d)\s(\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 _ISO = re.compile(r"\d{4}-(\d\d)-(\d\d)[T _](\d\d):(\d\d)(?::(\d\d(?:[.,]\d+)?))?")
 # Stamps that can appear anywhere near the start of a message (Python logging, DeepSpeed, HF, elastic table).
-_ANYWHERE = re.compile(r"(?<!\d)\d{4}-\d\d-\d\d[T _]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?|\b[IWEF]\d{4}\s\d\d:\d\d:\d\d\.\d+")
+_ANYWHERE = re.compile(r"(?<!\d)\d{4}-\d\d-\d\d[T _]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?|\b[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d+")
 
 
 def _seconds(month: int, day: int, hour: int, minute: int, second: float) -> float | None:

@@ -1,0 +1,99 @@
+"""Line prefixes, timestamps, per-rank file names and in-message ranks, one real example per format."""
+
+from __future__ import annotations
+
+import pytest
+
+from rootrank.diagnose.formats.inline import rank_in_message
+from rootrank.diagnose.formats.paths import ranks_from_path
+from rootrank.diagnose.formats.prefixes import Dialect, peel
+from rootrank.diagnose.formats.timestamps import find_time, parse_time
+
+
+@pytest.mark.parametrize(
+    ("line", "rank", "local_rank", "host", "rest"),
+    [
+        ("[rank3]: torch.OutOfMemoryError: CUDA out of memory.", 3, None, None, "torch.OutOfMemoryError: CUDA out of memory."),
+        ("[default0]:[rank12]:[E817 17:40:34.227531918 ProcessGroupNCCL.cpp:1515] [PG ID 0] x", 12, 0, None, "[PG ID 0] x"),
+        ("[rank0]:[rank0]:   File \".../compile_fx.py\", line 423", 0, None, None, "  File \".../compile_fx.py\", line 423"),
+        ("[gpu187:2]:torch.cuda.OutOfMemoryError: CUDA out of memory.", None, 2, "gpu187", "torch.cuda.OutOfMemoryError: CUDA out of memory."),
+        ("[1,3]<stderr>:RuntimeError: Horovod has been shut down.", 3, None, None, "RuntimeError: Horovod has been shut down."),
+        ("(WorkerDict pid=835, ip=172.26.143.83) [rank38]:[E809 14:59:30.411244289 ProcessGroupNCCL.cpp:629] boom", 38, None, "172.26.143.83", "boom"),
+        ("2026-01-09 17:40:31.169213 master-0 >> [rank7]: Traceback (most recent call last):", 7, None, "master-0", "Traceback (most recent call last):"),
+        ("2024-01-14T17:41:37.636863045Z [E ProcessGroupNCCL.cpp:828] [Rank 7] Watchdog caught", None, None, None, "[Rank 7] Watchdog caught"),
+        ("W1129 23:35:14.945000 14686 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 14705 closing signal SIGTERM", None, None, None, "Sending process 14705 closing signal SIGTERM"),
+        ("[2024-02-27T21:35:28.705869Z] [rank=1] || KeyError: 'x'", 1, None, None, "KeyError: 'x'"),
+        ("plain text line", None, None, None, "plain text line"),
+    ],
+)
+def test_peel(line: str, rank: int | None, local_rank: int | None, host: str | None, rest: str) -> None:
+    peeled = peel(line)
+    assert (peeled.rank, peeled.local_rank, peeled.host, peeled.text) == (rank, local_rank, host, rest)
+
+
+def test_srun_labels_only_when_the_source_uses_them() -> None:
+    lines = [f"{r}: [rank{r}]: step 1" for r in range(4)] * 3 + ["0: [rank0]: FileNotFoundError: x"]
+    dialect = Dialect()
+    for line in lines:
+        dialect.observe(line)
+    chosen = dialect.decide()
+    assert "srun-label" in chosen
+    assert peel("0: FileNotFoundError: x", chosen).rank == 0
+    assert peel("0: FileNotFoundError: x").rank is None
+
+
+def test_pdsh_hosts_only_when_the_source_uses_them() -> None:
+    dialect = Dialect()
+    for i in range(10):
+        dialect.observe(f"192.168.12.2{i % 2}: {{'loss': 0.24}}")
+    chosen = dialect.decide()
+    assert peel("192.168.13.81: [rank19]: boom", chosen).host == "192.168.13.81"
+    assert peel("192.168.13.81: [rank19]: boom", chosen).rank == 19
+    plain = Dialect()
+    for _ in range(10):
+        plain.observe("INFO: starting")
+    assert "pdsh-host" not in plain.decide()
+
+
+def test_glog_is_comparable_with_iso() -> None:
+    glog = parse_time("W1129 23:25:33.851000")
+    iso = parse_time("2026-11-29T23:25:33.851")
+    elastic = parse_time("2026-11-29T23:25:33")
+    assert glog is not None and iso is not None and elastic is not None
+    assert abs(glog - iso) < 1e-6 and elastic <= glog
+
+
+def test_find_time_in_messages() -> None:
+    assert find_time("[2023-11-13 16:59:54,760] [INFO] [launch.py:314:sigkill_handler] Killing") is not None
+    assert find_time("step 3 | loss 5.7") is None
+    assert find_time("2023-09-07 09:14:40,098 ERROR train.py:308 in <module>") is not None
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("run/attempt_0/3/stderr.log", (None, 3, None)),
+        ("logs/rank3.log", (3, None, None)),
+        ("logs/node-05/rank_12.txt", (12, None, "node-05")),
+        ("out/train_7.out", (7, None, None)),
+        ("slurm-123456.out", (None, None, None)),
+        ("corpus/dist.rank-sigkill--rank1-oom/log.txt", (None, None, None)),
+    ],
+)
+def test_ranks_from_path(path: str, expected: tuple[int | None, int | None, str | None]) -> None:
+    assert ranks_from_path(path) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "rank"),
+    [
+        ("[E ProcessGroupNCCL.cpp:566] [Rank 3] Watchdog caught collective operation timeout", 3),
+        ("[PG 0 (default_pg) Rank 5] Timeout at NCCL work: 2070", 5),
+        ("[PG ID 4 PG GUID 10 Rank 1] failure detected by watchdog", None),
+        ("Initializing distributed: GLOBAL_RANK: 2, MEMBER: 3/4", 2),
+        ("Rank 0 is running collective: CollectiveFingerPrint(OpType=ALLGATHER), but Rank 1 is running collective", None),
+        ("AssertionError: Rank 3: found NaN in local grad norm in backwards pass.", 3),
+    ],
+)
+def test_rank_in_message(text: str, rank: int | None) -> None:
+    assert rank_in_message(text) == rank

@@ -1,0 +1,33 @@
+"""The normaliser: escapes, progress bars, CRLF, paste damage."""
+
+from __future__ import annotations
+
+from rootrank.diagnose.normalize import MAX_LINE_CHARS, split_physical
+
+
+def test_ansi_and_literal_escapes_are_removed() -> None:
+    assert split_physical("\x1b[31mRuntimeError\x1b[0m: boom") == ["RuntimeError: boom"]
+    assert split_physical("^[[31mRuntimeError^[[0m: boom") == ["RuntimeError: boom"]
+    assert split_physical("ESC[1mWarning") == ["Warning"]
+
+
+def test_carriage_returns_split_progress_bars() -> None:
+    parts = split_physical(" 10%|█   | 1/10\r 20%|██  | 2/10\r[rank1]: RuntimeError: x\r\n")
+    assert parts[-1] == "[rank1]: RuntimeError: x"
+    assert split_physical("line with crlf\r") == ["line with crlf"]
+    assert split_physical("a^Mb") == ["a", "b"]
+
+
+def test_glued_rank_prefix_after_a_progress_bar_starts_a_new_line() -> None:
+    parts = split_physical("[gpu187:0]:  6%|▌ | 7.93s/it][gpu187:2]:torch.cuda.OutOfMemoryError: CUDA out of memory.")
+    assert parts[-1] == "[gpu187:2]:torch.cuda.OutOfMemoryError: CUDA out of memory."
+
+
+def test_huge_lines_are_bounded() -> None:
+    line = "x" * (MAX_LINE_CHARS * 4) + "RuntimeError: tail"
+    (part,) = split_physical(line)
+    assert len(part) <= MAX_LINE_CHARS + 10 and part.endswith("RuntimeError: tail")
+
+
+def test_control_characters_and_nul_bytes_are_dropped() -> None:
+    assert split_physical("a\x00b\x07c") == ["abc"]
