@@ -1,0 +1,91 @@
+"""The initiating rank on the hard shapes: interleaved tracebacks, a hung rank that prints nothing,
+the odd one out, a rank behind in sequence numbers, timestamps against order of appearance.
+
+Lines are real message texts (from the fixtures and public logs), arranged into the shape under test.
+"""
+
+from __future__ import annotations
+
+from rootrank.diagnose import diagnose_text
+
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of "
+       "79.25 GiB of which 1.96 GiB is free. Including non-PyTorch memory, this process has 77.28 GiB memory in use. "
+       "Of the allocated memory 60.70 GiB is allocated by PyTorch, and 14.15 GiB is reserved by PyTorch but "
+       "unallocated. If reserved but unallocated memory is large try setting "
+       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.")
+
+
+def watchdog(rank: int, seq: int = 1234, op: str = "ALLREDUCE", stamp: str = "E1129 12:10:01.000000000") -> str:
+    return (f"[rank{rank}]:[{stamp} ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective operation "
+            f"timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+            f"600058 milliseconds before timing out.")
+
+
+def test_interleaved_tracebacks_keep_each_rank_apart() -> None:
+    rank1 = ["Traceback (most recent call last):", '  File "train.py", line 80, in <module>', "    main()",
+             '  File "train.py", line 60, in main', "    loss.backward()", OOM]
+    rank0 = ["Traceback (most recent call last):", '  File "train.py", line 80, in <module>', "    main()",
+             '  File "train.py", line 72, in main', "    dist.all_reduce(avg)",
+             "RuntimeError: [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE,"
+             " NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600058 milliseconds before timing out."]
+    lines = []
+    for a, b in zip(rank0, rank1, strict=True):
+        lines += [f"[rank0]: {a}", f"[rank1]: {b}"]
+    d = diagnose_text("\n".join(lines))
+    assert d.root_cause is not None
+    assert (d.root_cause.rule, d.root_cause.rank) == ("memory.cuda-oom", 1)
+    assert [(c.rank, c.rule) for c in d.collateral] == [(0, "distributed.collective-timeout")]
+
+
+def test_a_hung_rank_that_prints_nothing_is_the_one_missing_from_the_timeouts() -> None:
+    lines = [watchdog(r) for r in (0, 1, 3)]
+    lines += [f"W1129 12:10:02.100000 900 torch/distributed/elastic/multiprocessing/api.py:908] Sending process "
+              f"{1000 + r} closing signal SIGTERM" for r in (0, 1, 2)]
+    lines.append("E1129 12:10:02.300000 900 torch/distributed/elastic/multiprocessing/api.py:882] failed "
+                 "(exitcode: -6) local_rank: 3 (pid: 1003) of binary: /usr/bin/python3")
+    d = diagnose_text("\n".join(lines))
+    assert d.root_cause is not None
+    assert d.root_cause.rank == 2
+    assert d.root_cause.decided_by == "missing from the timeouts"
+    assert {c.rank for c in d.collateral} == {0, 1, 3}
+
+
+def test_odd_one_out_in_the_collective_kind() -> None:
+    lines = [f"[E ProcessGroupNCCL.cpp:566] [Rank {r}] Watchdog caught collective operation timeout: "
+             f"WorkNCCL(OpType={'ALLREDUCE' if r == 2 else 'BROADCAST'}, Timeout(ms)=1800000) ran for 1801060 "
+             f"milliseconds before timing out." for r in range(4)]
+    d = diagnose_text("\n".join(lines))
+    assert d.root_cause is not None and d.root_cause.rank == 2
+    assert "odd one out" in d.root_cause.decided_by
+
+
+def test_the_rank_behind_in_completed_work() -> None:
+    lines = [f"[rank{r}]:[E1129 12:10:01.0 ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+             f"Timeout at NCCL work: 2070, last enqueued NCCL work: 2082, last completed NCCL work: "
+             f"{2066 if r == 5 else 2069}." for r in range(8)]
+    d = diagnose_text("\n".join(lines))
+    assert d.root_cause is not None and d.root_cause.rank == 5
+
+
+def test_timestamps_beat_order_of_appearance() -> None:
+    lines = [
+        f"[rank1]:[E1129 12:00:09.000000000 ProcessGroupNCCL.cpp:1] {OOM}",
+        f"[rank2]:[E1129 12:00:01.000000000 ProcessGroupNCCL.cpp:1] {OOM}",
+    ]
+    d = diagnose_text("\n".join(lines))
+    assert d.root_cause is not None and d.root_cause.rank == 2
+    assert "timestamp" in d.root_cause.decided_by
+
+
+def test_single_process_traceback_has_no_rank() -> None:
+    d = diagnose_text("\n".join(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+                                 "    x = torch.empty(10**12, device='cuda')", OOM]))
+    assert d.root_cause is not None
+    assert d.root_cause.rule == "memory.cuda-oom" and d.root_cause.rank is None
+    assert "fragmentation" in d.root_cause.fix or "expandable_segments" in d.root_cause.fix
+
+
+def test_clean_output_has_no_root_cause() -> None:
+    d = diagnose_text("\n".join(f"[rank{r}]: step {s} | loss 0.{s}" for s in range(20) for r in range(4)))
+    assert d.root_cause is None
+    assert d.ranks_seen == (0, 1, 2, 3)
