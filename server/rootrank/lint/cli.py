@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
     output = formatter(results)
     if output:
         sys.stdout.write(output if output.endswith("\n") else output + "\n")
-    for error in results.errors:
-        print(f"rootrank: {error}", file=sys.stderr)
+    for problem in results.errors:
+        print(f"rootrank: {problem}", file=sys.stderr)
     if args.output_format == "text":
         _summary(results, fix)
     if results.errors:
