@@ -63,20 +63,19 @@ def quick_fixes(
     ls: RootrankServer, document: TextDocument, diagnostic: types.Diagnostic, data: dict[str, Any]
 ) -> list[types.CodeAction]:
     actions: list[types.CodeAction] = []
-    preferred_given = False
-    for fix in data.get("fixes", ()):
+    for index, fix in enumerate(data.get("fixes", ())):
         applicability = fix.get("applicability")
         if applicability == "display-only" or not fix.get("edits"):
             continue
-        unsafe = applicability != "safe"
-        preferred = not unsafe and not preferred_given
-        preferred_given |= preferred
+        title = str(fix["title"])
+        if applicability != "safe" and "unsafe" not in title.lower():
+            title += " (unsafe)"
         actions.append(types.CodeAction(
-            title=f"{fix['title']} (unsafe)" if unsafe else str(fix["title"]),
+            title=title,
             kind=types.CodeActionKind.QuickFix,
             diagnostics=[diagnostic],
             edit=_edit(ls, document, _text_edits(fix)),
-            is_preferred=preferred or None,
+            is_preferred=True if index == 0 else None,  # the engine lists its preferred fix first
         ))
     noqa = data.get("noqa")
     if isinstance(noqa, dict):

@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 
 KIND = "code"
 PYTHON_SUFFIXES = (".py", ".pyi")
-CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
-CODE_LANGUAGES = {"python": ".py", "yaml": ".yaml", "json": ".json", "jsonc": ".json"}
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".sh")  # configs and launch scripts
+CODE_LANGUAGES = {"python": ".py", "yaml": ".yaml", "json": ".json", "jsonc": ".json", "shellscript": ".sh"}
+# While you type, a file often does not parse; your Python tooling reports that, not rootrank.
+SKIPPED_RULES = frozenset({"syntax-error"})
 
 
 def is_checked(uri: str, language_id: str | None) -> bool:
@@ -59,8 +61,9 @@ def compute(
     crashes: list[tuple[str, BaseException]],
 ) -> tuple[list[Finding], list[types.Diagnostic]]:
     """The findings for one text and their diagnostics (runs in a worker thread)."""
-    findings = engine.check_isolated(text, path, settings.select, settings.ignore,
-                                     lambda rule, exc: crashes.append((rule, exc)))
+    findings = [f for f in engine.check_isolated(text, path, settings.select, settings.ignore,
+                                                 lambda rule, exc: crashes.append((rule, exc)))
+                if f.rule not in SKIPPED_RULES]
     lines = Lines(text, encoding)
     comment = comment_char(path)
     diagnostics = []

@@ -10,6 +10,7 @@ log, and exits when the client goes away.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import os
@@ -38,12 +39,9 @@ Listener = Callable[["RootrankServer", Any], None]
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    from rootrank import __version__  # not importlib.metadata: it costs 40 ms at start-up
 
-        return version("rootrank")
-    except Exception:
-        return "0"
+    return __version__
 
 
 class RootrankProtocol(LanguageServerProtocol):
@@ -222,7 +220,8 @@ class _ClientLogHandler(logging.Handler):
             return  # the server reports its own problems itself
         try:
             level = types.MessageType.Error if record.levelno >= logging.ERROR else types.MessageType.Warning
-            self.server.log(f"rootrank: {self.format(record)}", level)
+            # once per distinct message: a crashing rule would otherwise repeat on every keystroke
+            self.server.log_once(f"{record.name}:{record.getMessage()}", f"rootrank: {self.format(record)}", level)
         except Exception:
             self.handleError(record)
 
@@ -309,7 +308,9 @@ def main() -> int:
     server = create_server()
     server.start_io()
     code = 0 if server.protocol._shutdown else 1
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        # closed by the exit notification, or the client is gone
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
     # Worker threads may still be busy with an abandoned diagnosis: don't wait for them.
     os._exit(code)
