@@ -53,8 +53,8 @@ class EventCollector:
     def __init__(self, library: Library) -> None:
         self.library = library
         self.out = Collected()
-        self._blocks: dict[int, Event] = {}
-        self._block_index: dict[int, int] = {}  # block id -> index in units
+        self._blocks: dict[object, Event] = {}  # unit (block id, or (source, line)) -> its strongest event
+        self._block_index: dict[object, int] = {}  # unit -> index in units
         self._kept: dict[tuple[str, int | None], int] = defaultdict(int)
         self._block_op: dict[int, str] = {}
         self._order = 0
@@ -95,20 +95,24 @@ class EventCollector:
             count.first = event
         if rank is not None:
             count.ranks.add(rank)
+        # A traceback is one unit; so is a single line that several entries match.
+        unit: int | tuple[str, int] = line.block or (line.source, line.number)
+        best = self._blocks.get(unit)
+        if best is not None:
+            if _strength(event, entry) > _strength(best, self.library.entries[best.rule]):
+                self._blocks[unit] = event
+                self.out.units[self._block_index[unit]] = event
+            return
         if line.block:
-            best = self._blocks.get(line.block)
-            if best is None:
-                self._blocks[line.block] = event
-                self._block_index[line.block] = len(self.out.units)
-                self.out.units.append(event)
-            elif _strength(event, entry) > _strength(best, self.library.entries[best.rule]):
-                # Keep the earliest line of the block as the place of the failure, but the stronger name.
-                self._blocks[line.block] = event
-                self.out.units[self._block_index[line.block]] = event
+            self._blocks[unit] = event
+            self._block_index[unit] = len(self.out.units)
+            self.out.units.append(event)
             return
         key = (entry.id, rank)
         self._kept[key] += 1
         if self._kept[key] <= KEEP_PER_RANK_AND_RULE:
+            self._blocks[unit] = event
+            self._block_index[unit] = len(self.out.units)
             self.out.units.append(event)
 
 

@@ -42,7 +42,7 @@ class TracebackGrouper:
         if state is None:
             state = self._states[stream] = _State()
         stripped = text.strip()
-        if stripped.startswith("Traceback (most recent call last)"):
+        if "Traceback (most recent call last)" in stripped:
             if state.phase != "chain":
                 state.block = self._new_block()
             state.phase, state.count = "frames", 0
