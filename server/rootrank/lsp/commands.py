@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from typing import TYPE_CHECKING, Any
 
 from pygls.exceptions import JsonRpcInvalidParams
@@ -62,9 +63,9 @@ def _read(ls: RootrankServer, uri: str) -> str:
         raise JsonRpcInvalidParams(f"{DIAGNOSE}: cannot read {path}: {exc.strerror}") from exc
 
 
-def run(text: str, source: str) -> dict[str, Any]:
+def run(text: str, source: str, cancel: threading.Event | None = None) -> dict[str, Any]:
     """The command's result (runs in a worker thread)."""
-    diagnosis = engine.diagnose_text(text, source=source)
+    diagnosis = engine.diagnose_text(text, source=source, cancel=cancel)
     result = dict(engine.diagnosis_json(diagnosis))
     result["markdown"] = engine.diagnosis_markdown(diagnosis)
     return result
@@ -78,5 +79,9 @@ def register(server: RootrankServer) -> None:
             text = _read(ls, uri)
         source = _source_path(uri) if uri else "-"
         loop = asyncio.get_running_loop()
-        # A cancelled request stops waiting at once; the thread's result is then dropped.
-        return await loop.run_in_executor(ls.executor, run, text or "", source)
+        cancel = threading.Event()
+        try:
+            return await loop.run_in_executor(ls.executor, run, text or "", source, cancel)
+        except asyncio.CancelledError:  # $/cancelRequest: the worker stops at its next check
+            cancel.set()
+            raise

@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,10 +74,40 @@ def check_isolated(
     return findings
 
 
-def diagnose_text(text: str, source: str = "-") -> Diagnosis:
-    from rootrank.diagnose import diagnose_text as run
+class DiagnosisCancelledError(Exception):
+    """Raised inside a worker thread when the client no longer wants the diagnosis."""
 
-    return run(text, source=source)
+
+def diagnose_text(
+    text: str,
+    source: str = "-",
+    cancel: threading.Event | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Diagnosis:
+    """`rootrank.diagnose.diagnose_text`, stoppable between lines and reporting (lines read, total).
+
+    Feeds the same lines to the same pipeline as diagnose_text does, so the result is identical.
+    """
+    import rootrank.diagnose as diagnose
+
+    pipeline_class = getattr(diagnose, "Pipeline", None)
+    if pipeline_class is None or (cancel is None and on_progress is None):
+        return diagnose.diagnose_text(text, source=source)
+    lines = text.split("\n")
+    total = len(lines)
+
+    def feed() -> Iterator[str]:
+        for index, line in enumerate(lines):
+            if not index & 0x1FFF:
+                if cancel is not None and cancel.is_set():
+                    raise DiagnosisCancelledError
+                if on_progress is not None:
+                    on_progress(index, total)
+            yield line
+
+    pipeline = pipeline_class()
+    pipeline.feed(source, feed())
+    return pipeline.result()
 
 
 def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:

@@ -9,7 +9,9 @@ cancelled from the client; a result for a text that has changed meanwhile is dro
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -94,10 +96,35 @@ def to_diagnostics(diagnosis: Diagnosis, lines: Lines, uri: str) -> list[types.D
     return out
 
 
-def compute(text: str, path: str, uri: str, encoding: str) -> tuple[Diagnosis, list[types.Diagnostic]]:
-    """Runs in a worker thread."""
-    diagnosis = engine.diagnose_text(text, source=path)
+def compute(
+    text: str,
+    path: str,
+    uri: str,
+    encoding: str,
+    cancel: threading.Event | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[Diagnosis, list[types.Diagnostic]]:
+    """Runs in a worker thread; raises engine.DiagnosisCancelledError soon after `cancel` is set."""
+    diagnosis = engine.diagnose_text(text, source=path, cancel=cancel, on_progress=on_progress)
     return diagnosis, to_diagnostics(diagnosis, Lines(text, encoding), uri)
+
+
+class _Progress:
+    """$/progress for one diagnosis: begin (cancellable), percentage reports, end."""
+
+    def __init__(self, ls: RootrankServer, token: str) -> None:
+        self.ls, self.token, self.last = ls, token, -1
+
+    def report(self, done: int, total: int) -> None:  # on the event loop
+        percentage = int(100 * done / max(total, 1))
+        if percentage >= self.last + 5:
+            self.last = percentage
+            self.ls.work_done_progress.report(self.token, types.WorkDoneProgressReport(
+                message=f"{done}/{total} lines", percentage=percentage))
+
+    def end(self, message: str) -> None:
+        self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+        self.ls.work_done_progress.tokens.pop(self.token, None)
 
 
 async def run(ls: RootrankServer, state: DocumentState) -> None:
@@ -107,46 +134,59 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
     text, version, generation = document.source, document.version, state.generation
     encoding = str(ls.workspace.position_encoding or types.PositionEncodingKind.Utf16)
     loop = asyncio.get_running_loop()
-    work = loop.run_in_executor(ls.executor, compute, text, document.path or state.uri, state.uri, encoding)
     line_count = text.count("\n") + 1
-    token: str | None = None
+    progress: _Progress | None = None
+    if line_count >= ls.settings.progress_lines and ls.client_supports("window", "work_done_progress"):
+        progress = await _begin_progress(ls, line_count)
+    cancel = threading.Event()
+
+    def on_progress(done: int, total: int) -> None:  # in the worker thread
+        if progress is not None:
+            loop.call_soon_threadsafe(progress.report, done, total)
+
+    work = loop.run_in_executor(ls.executor, compute, text, document.path or state.uri, state.uri, encoding,
+                                cancel, on_progress)
     outcome = "done"
     try:
-        if line_count >= ls.settings.progress_lines and ls.client_supports("window", "work_done_progress"):
-            token = await _begin_progress(ls, line_count)
-        if token is not None:
-            cancelled = asyncio.wrap_future(ls.work_done_progress.tokens[token])
+        if progress is not None:
+            cancelled = asyncio.wrap_future(ls.work_done_progress.tokens[progress.token])
             await asyncio.wait({work, cancelled}, return_when=asyncio.FIRST_COMPLETED)
             if not work.done():
                 outcome = "cancelled"
+                cancel.set()
                 ls.log(f"rootrank: diagnosis of {state.uri} cancelled", types.MessageType.Info)
                 return
         diagnosis, diagnostics = await work
     except asyncio.CancelledError:
         outcome = "superseded by an edit"
+        cancel.set()
+        ls.log(f"rootrank: dropped a stale diagnosis of {state.uri} (version {version})", types.MessageType.Log)
         raise
+    except engine.DiagnosisCancelledError:
+        outcome = "cancelled"
+        return
     except Exception:
         outcome = "failed"
         raise
     finally:
-        if token is not None:
-            ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=outcome))
-            ls.work_done_progress.tokens.pop(token, None)
+        if progress is not None:
+            progress.end(outcome)
     if not ls.is_current(state, generation, version):
+        ls.log(f"rootrank: dropped a stale diagnosis of {state.uri} (version {version})", types.MessageType.Log)
         return
     state.diagnosis, state.diagnostics, state.published_version = diagnosis, diagnostics, version
     ls.publish(state.uri, version, diagnostics)
 
 
-async def _begin_progress(ls: RootrankServer, line_count: int) -> str | None:
+async def _begin_progress(ls: RootrankServer, line_count: int) -> _Progress | None:
     token = f"rootrank-diagnose-{uuid.uuid4().hex[:12]}"
     try:
         await asyncio.wait_for(ls.work_done_progress.create_async(token), timeout=5)
     except Exception:
         return None  # the client refused or did not answer: work without progress
     ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-        title="rootrank: diagnosing log", message=f"{line_count} lines", cancellable=True))
-    return token
+        title="rootrank: diagnosing log", message=f"{line_count} lines", cancellable=True, percentage=0))
+    return _Progress(ls, token)
 
 
 # --------------------------------------------------------------------------- hover
