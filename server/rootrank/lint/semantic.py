@@ -226,10 +226,10 @@ class Semantic:
                 return CheckpointSite(call, site.frame, "gradient_checkpointing_enable", None if splat else True,
                                       False, None, splat)
             return CheckpointSite(call, site.frame, "gradient_checkpointing_enable",
-                                  self._hf_reentrant(keyword.value, site.frame), True, keyword, splat)
+                                  self.hf_reentrant(keyword.value, site.frame), True, keyword, splat)
         return None
 
-    def _hf_reentrant(self, kwargs: ast.expr, frame: Frame) -> bool | None:
+    def hf_reentrant(self, kwargs: ast.expr, frame: Frame) -> bool | None:
         value = self.literal(kwargs, frame)
         if isinstance(value, dict):
             mode = value.get("use_reentrant", True)

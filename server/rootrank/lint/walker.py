@@ -80,12 +80,17 @@ class _Collector:
         else:
             if module and isinstance(node, _SIMPLE_ASSIGN):
                 self.constant(node)
+            assignment = isinstance(node, ast.Assign) or (isinstance(node, ast.AnnAssign) and node.value is not None)
             if self.interest.node(node):
                 self.expressions([node], frame)
-                if isinstance(node, ast.Assign) or (isinstance(node, ast.AnnAssign) and node.value is not None):
-                    targets = tuple(node.targets) if isinstance(node, ast.Assign) else (node.target,)
-                    assert node.value is not None
-                    semantic.assigns.append(AssignSite(targets, node.value, frame))
+            elif not (assignment and isinstance(value := getattr(node, "value", None), ast.Call)
+                      and isinstance(value.func, ast.Name)):
+                return
+            # `model = Model()` matters when a later line compiles or wraps `model`, so constructor
+            # assignments are kept even on lines that mention nothing of interest.
+            if assignment:
+                targets = tuple(node.targets) if isinstance(node, ast.Assign) else (node.target,)  # type: ignore[attr-defined]
+                semantic.assigns.append(AssignSite(targets, node.value, frame))  # type: ignore[attr-defined]
 
     def expressions(self, nodes: Iterable[ast.AST | None], frame: Frame) -> None:
         calls = self.semantic.calls

@@ -94,7 +94,7 @@ def _peft(semantic: Semantic, peft: ast.Call) -> Iterator[Violation]:
         if enabled is None or semantic.literal(enabled.value, args.frame) is not True:
             continue
         kwargs = keyword(args.node, "gradient_checkpointing_kwargs")
-        if kwargs is not None and semantic._hf_reentrant(kwargs.value, args.frame) is not True:
+        if kwargs is not None and semantic.hf_reentrant(kwargs.value, args.frame) is not True:
             continue
         if kwargs is None and any(k.arg is None for k in args.node.keywords):
             continue
