@@ -1,0 +1,111 @@
+"""`rootrank check` through `rootrank.lint.cli` in-process: exit codes, formats, --fix, discovery."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from rootrank.lint import cli
+
+BAD = "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n"
+COMPILED = ("import torch\nfrom torch.utils.checkpoint import checkpoint\n"
+            "@torch.compile\ndef step(x):\n    return checkpoint(f, x, use_reentrant=True)\n")
+
+
+def run(*argv: str) -> int:
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    return cli.run(parser.parse_args(list(argv)))
+
+
+def test_text_output_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "train.py").write_text(BAD)
+    (tmp_path / "clean.py").write_text("print('no checkpointing here')\n")
+    assert run(str(tmp_path / "clean.py")) == cli.EXIT_OK
+    assert run(str(tmp_path)) == cli.EXIT_FOUND
+    out = capsys.readouterr().out
+    assert out.startswith(f"{tmp_path / 'train.py'}:2:5: checkpoint.use-reentrant-explicit ")
+
+
+def test_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "train.py").write_text(BAD)
+    run("--format", "json", str(tmp_path / "train.py"))
+    data = json.loads(capsys.readouterr().out)
+    assert data["schema"] == "rootrank.check/1"
+    (finding,) = data["findings"]
+    assert set(finding) >= {"rule", "severity", "path", "line", "column", "end_line", "end_column", "message", "fix"}
+    assert finding["severity"] in ("error", "warning", "info")
+    assert finding["fix"]["applicability"] == "unsafe"
+    assert set(finding["fix"]["edits"][0]) == {"line", "column", "end_line", "end_column", "text"}
+    assert finding["alternative_fixes"][0]["applicability"] == "safe"
+
+
+def test_sarif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "train.py").write_text(COMPILED)
+    run("--format", "sarif", str(tmp_path / "train.py"))
+    log = json.loads(capsys.readouterr().out)
+    assert log["version"] == "2.1.0"
+    (result,) = log["runs"][0]["results"]
+    assert result["ruleId"] == "checkpoint.reentrant-compile"
+    assert log["runs"][0]["tool"]["driver"]["rules"][result["ruleIndex"]]["id"] == result["ruleId"]
+    assert result["fixes"][0]["artifactChanges"][0]["replacements"][0]["insertedContent"]["text"] == "False"
+
+
+def test_fix_is_safe_only_and_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(BAD + "import torch\n" + COMPILED.split("\n", 2)[2])
+    run("--fix", str(path))
+    once = path.read_text()
+    assert "checkpoint(f, x, use_reentrant=True)" in once  # the safe fix
+    assert "use_reentrant=False" not in once  # never an unsafe one without --unsafe-fixes
+    run("--fix", str(path))
+    assert path.read_text() == once
+    run("--fix", "--unsafe-fixes", str(path))
+    assert path.read_text().count("use_reentrant=False") == 1  # the compiled one; the other is explicit now
+
+
+def test_select_ignore(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(BAD)
+    assert run("--select", "checkpoint.overhead,checkpoint.partial-coverage", str(tmp_path)) == cli.EXIT_OK
+    assert run("--ignore", "checkpoint", str(tmp_path)) == cli.EXIT_OK
+    assert run("--select", "checkpoint", str(tmp_path)) == cli.EXIT_FOUND
+
+
+def test_unreadable_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(str(tmp_path / "missing.py")) == cli.EXIT_ERROR
+    assert capsys.readouterr().err.strip().endswith("missing.py: no such file or directory")
+    (tmp_path / "latin1.py").write_bytes(b"# caf\xe9\nfrom torch.utils.checkpoint import checkpoint\n")
+    (tmp_path / "train.py").write_text(BAD)
+    assert run(str(tmp_path)) == cli.EXIT_ERROR  # the other file is still checked and printed
+    captured = capsys.readouterr()
+    assert "train.py:2:5" in captured.out
+    assert "latin1.py: not UTF-8 (byte 0xe9 at offset 5)" in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_syntax_error_reported_once_and_others_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a_broken.py").write_text("from torch.utils.checkpoint import checkpoint\ndef f(:\n")
+    (tmp_path / "b_train.py").write_text(BAD)
+    assert run(str(tmp_path)) == cli.EXIT_FOUND
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[1] for line in out] == ["syntax-error", "checkpoint.use-reentrant-explicit"]
+
+
+def test_directories_walk_configs_and_skip_venvs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "args.yaml").write_text("gradient_checkpointing: true\n")
+    launch = ("torchrun pretrain_gpt.py --num-layers 8 --recompute-granularity full --recompute-method block "
+              "--recompute-num-layers 2\n")
+    (tmp_path / "launch.sh").write_text(launch)
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "lib.py").write_text(BAD)
+    (tmp_path / "notes.txt").write_text(BAD)
+    run(str(tmp_path))
+    out = capsys.readouterr().out
+    assert "args.yaml:1:1: checkpoint.use-reentrant-explicit" in out
+    column = launch.index("--recompute-num-layers") + 1
+    assert f"launch.sh:1:{column}: checkpoint.partial-coverage checkpointing covers 2 of 8 layers" in out
+    assert ".venv" not in out and "notes.txt" not in out

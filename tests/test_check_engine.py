@@ -1,0 +1,123 @@
+"""The check engine's contracts: never raises, select/ignore/noqa, rule isolation, registry, positions."""
+
+from __future__ import annotations
+
+import ast
+import logging
+
+import pytest
+
+from rootrank.lint import SYNTAX_ERROR, CheckOptions, check_source
+from rootrank.lint.fixes import apply_fixes
+from rootrank.lint.registry import RULES, DuplicateRuleError, Rule, Violation, rule
+from rootrank.model import Applicability, Severity
+
+MISSING = "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n"
+RULE = "checkpoint.use-reentrant-explicit"
+
+
+def test_syntax_error_is_one_finding() -> None:
+    findings = check_source("from torch.utils.checkpoint import checkpoint\ndef f(:\n", "bad.py")
+    assert [(f.rule, f.line, f.severity) for f in findings] == [(SYNTAX_ERROR, 2, Severity.ERROR)]
+
+
+def test_deeply_nested_expression_does_not_crash() -> None:
+    source = "from torch.utils.checkpoint import checkpoint\nx = " + "(" * 5000 + "1" + ")" * 5000 + "\n"
+    findings = check_source(source, "deep.py")
+    assert [f.rule for f in findings] == [SYNTAX_ERROR]
+
+
+def test_deep_but_parseable_nesting_is_checked() -> None:
+    source = "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, " + "-" * 900 + "x)\n"
+    assert [f.rule for f in check_source(source, "deep.py")] == [RULE]
+
+
+def test_null_bytes_do_not_crash() -> None:
+    assert [f.rule for f in check_source("checkpoint\x00(", "nul.py")] == [SYNTAX_ERROR]
+
+
+def test_files_without_checkpointing_are_not_parsed() -> None:
+    assert check_source("def f(:\n", "bad.py") == []  # skipped before parsing, like torchfix
+
+
+def test_select_and_ignore_by_prefix() -> None:
+    assert check_source(MISSING, "a.py", CheckOptions(select=("checkpoint",)))
+    assert check_source(MISSING, "a.py", CheckOptions(select=("checkpoint.use-reentrant",)))
+    assert not check_source(MISSING, "a.py", CheckOptions(select=("checkpoint.us",)))  # a prefix ends at . or -
+    assert not check_source(MISSING, "a.py", CheckOptions(ignore=("checkpoint",)))
+    assert not check_source(MISSING, "a.py", CheckOptions(select=("checkpoint.overhead",)))
+
+
+@pytest.mark.parametrize("comment, silenced", [
+    ("# noqa", True), ("# noqa: checkpoint.use-reentrant-explicit", True), ("#NOQA:checkpoint", True),
+    ("# noqa: checkpoint.overhead, checkpoint.use-reentrant-explicit", True), ("# noqa: checkpoint.overhead", False),
+])
+def test_noqa(comment: str, silenced: bool) -> None:
+    source = MISSING.replace("x)\n", f"x)  {comment}\n")
+    assert bool(check_source(source, "a.py")) is not silenced
+    assert check_source(source, "a.py", CheckOptions(noqa=False))
+
+
+def test_a_crashing_rule_is_isolated(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    def explode(semantic: object) -> list[Violation]:
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(RULES, "checkpoint.zz-explodes", Rule("checkpoint.zz-explodes", explode, Severity.ERROR))
+    with caplog.at_level(logging.ERROR):
+        findings = check_source(MISSING, "a.py")
+    assert [f.rule for f in findings] == [RULE]
+    assert "checkpoint.zz-explodes" in caplog.text
+
+
+def test_duplicate_rule_id_fails_at_registration() -> None:
+    with pytest.raises(DuplicateRuleError):
+        rule(RULE)(lambda semantic: [])
+
+
+def test_every_rule_has_documentation_sections() -> None:
+    import sys
+
+    for rule_id, registered in RULES.items():
+        doc = sys.modules[registered.function.__module__].__doc__ or ""
+        assert doc.startswith(rule_id), rule_id
+        for section in ("## What it does", "## Why is this bad?", "## Fix safety"):
+            assert section in doc, f"{rule_id}: missing {section}"
+
+
+def test_positions_are_characters_not_bytes() -> None:
+    source = "from torch.utils.checkpoint import checkpoint\nh = 'é' ; y = checkpoint(f, x)\n"
+    (finding,) = check_source(source, "u.py")
+    assert source.splitlines()[1][finding.column - 1:finding.end_column - 1] == "checkpoint"
+    fixed = apply_fixes(source, [finding], unsafe=False)
+    assert fixed.splitlines()[1].endswith("checkpoint(f, x, use_reentrant=True)")
+
+
+def test_preferred_fix_is_recommended_and_fix_all_falls_back_to_safe() -> None:
+    (finding,) = check_source(MISSING, "a.py")
+    assert finding.fix is not None and finding.fix.applicability is Applicability.UNSAFE
+    assert "use_reentrant=False" in finding.fix.edits[0].text
+    assert apply_fixes(MISSING, [finding]).endswith("checkpoint(f, x, use_reentrant=True)\n")
+    assert apply_fixes(MISSING, [finding], unsafe=True).endswith("checkpoint(f, x, use_reentrant=False)\n")
+
+
+def test_overlapping_fixes_apply_once() -> None:
+    source = "from torch.utils.checkpoint import checkpoint\nfrom torch.autograd import grad\n" \
+             "y = checkpoint(f, x)\ngrad(y, x)\n"
+    findings = check_source(source, "a.py")
+    assert {f.rule for f in findings} == {RULE, "checkpoint.reentrant-autograd-grad"}
+    fixed = apply_fixes(source, findings, unsafe=True)
+    assert "checkpoint(f, x, use_reentrant=False)\n" in fixed
+    ast.parse(fixed)
+
+
+def test_stays_silent_when_the_mode_cannot_be_known() -> None:
+    source = ("import torch\nfrom torch.utils.checkpoint import checkpoint\n"
+              "def forward(x, mode):\n    return checkpoint(f, x, use_reentrant=mode)\n"
+              "forward = torch.compile(forward)\n")
+    assert check_source(source, "a.py") == []
+
+
+def test_parameter_defaults_are_followed() -> None:
+    source = ("import torch\nfrom torch.utils.checkpoint import checkpoint\n"
+              "@torch.compile\ndef forward(x, mode=True):\n    return checkpoint(f, x, use_reentrant=mode)\n")
+    assert [f.rule for f in check_source(source, "a.py")] == ["checkpoint.reentrant-compile"]
