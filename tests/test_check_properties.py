@@ -36,7 +36,7 @@ def calls(draw: st.DrawFn) -> tuple[str, bool]:
     if explicit:
         arguments.append(explicit)
     layout = draw(st.sampled_from(["flat", "lines", "comments"]))
-    trailing = draw(st.booleans()) and bool(arguments) and not arguments[-1].startswith("*") or False
+    trailing = draw(st.booleans()) and bool(arguments) and not arguments[-1].startswith("*")
     if layout == "flat":
         body = ", ".join(arguments) + ("," if trailing else "")
     else:
