@@ -9,13 +9,21 @@ report.py (the Diagnosis).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import io
+import os
+import sys
+from collections.abc import Callable, Iterable
+from typing import BinaryIO
 
 from rootrank.diagnose.collect import EventCollector
+from rootrank.diagnose.formats.prefixes import RankCensus
 from rootrank.diagnose.lines import LineScanner
 from rootrank.diagnose.match import Matcher
-from rootrank.diagnose.read import InputError, Source, expand_paths, iter_lines
+from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
+from rootrank.diagnose.read import InputError, Source, expand_paths
 from rootrank.diagnose.report import build_diagnosis
+from rootrank.diagnose.select import select_lines
+from rootrank.diagnose.stacks import STACK_LITERALS
 from rootrank.library import Library, load_library
 from rootrank.model import Diagnosis
 
@@ -30,8 +38,23 @@ class Pipeline:
         self.scanner = LineScanner()
         self.matcher = Matcher(self.library)
         self.collector = EventCollector(self.library)
+        self.census = RankCensus()
 
-    def feed(self, source: str, lines: Iterable[str], path_hint: str | None = None) -> None:
+    def prefilter(self, sample: bytes) -> Prefilter:
+        patterns = self.library.patterns
+        return Prefilter([p.literal for p in patterns if not p.ignore_case] + list(STRUCTURAL_LITERALS)
+                         + list(STACK_LITERALS),
+                         [p.literal for p in patterns if p.ignore_case], sample)
+
+    def feed_stream(self, source: str, handle: BinaryIO, path_hint: str | None = None,
+                    on_progress: Callable[[int], None] | None = None) -> None:
+        """Feed a byte stream; only the lines that can matter reach the per-line pipeline (select.py)."""
+        selected = select_lines(handle, self.prefilter, lambda: self.scanner.wants_every_line,
+                                self.census.sweep, on_progress)
+        self.feed(source, selected, path_hint)
+
+    def feed(self, source: str, lines: Iterable[tuple[int, str]], path_hint: str | None = None) -> None:
+        """Feed (physical line number, line) pairs of one source."""
         entries = self.library.entries
         collector = self.collector
         match = self.matcher.match
@@ -43,20 +66,55 @@ class Pipeline:
                 collector.add(line, order, entries[pattern.entry_id], fields, pattern.name)
 
     def result(self) -> Diagnosis:
+        collected = self.collector.out
+        collected.ranks_seen |= self.census.ranks
+        if not collected.ranks_seen:
+            collected.local_ranks_seen |= self.census.local_ranks
         return build_diagnosis(self.collector.out, self.scanner.launcher.report, self.library)
 
 
 def diagnose_text(text: str, source: str = "-", library: Library | None = None) -> Diagnosis:
     """Diagnose a pasted selection, a traceback or a whole log held in memory."""
     pipeline = Pipeline(library)
-    pipeline.feed(source, text.split("\n"))
+    data = text.encode("utf-8", "replace")
+    pipeline.feed_stream(source, io.BytesIO(data))
     return pipeline.result()
 
 
-def diagnose_paths(paths: list[str], library: Library | None = None) -> Diagnosis:
-    """Diagnose files (several per-rank files of one run count as one run) or "-" for stdin."""
+def diagnose_paths(paths: list[str], library: Library | None = None,
+                   on_progress: Callable[[int, int], None] | None = None) -> Diagnosis:
+    """Diagnose files (several per-rank files of one run count as one run) or "-" for stdin.
+
+    `on_progress(done_bytes, total_bytes)` is called as big inputs are read (total 0 when unknown).
+    """
     sources: list[Source] = expand_paths(paths or ["-"])
     pipeline = Pipeline(library)
-    for source in sources:
-        pipeline.feed(source.name, iter_lines(source), path_hint=source.name)
+    sizes = [_size(s) for s in sources]
+    total = sum(s or 0 for s in sizes)
+    done = 0
+    for source, size in zip(sources, sizes):
+        progress = None
+        if on_progress is not None:
+            base = done
+            progress = (lambda n, base=base: on_progress(base + n, total))  # type: ignore[misc]
+        if source.path is None:
+            pipeline.feed_stream("-", sys.stdin.buffer, None, progress)
+            continue
+        try:
+            with open(source.path, "rb") as handle:
+                pipeline.feed_stream(source.name, handle, source.name, progress)
+        except IsADirectoryError as exc:
+            raise InputError(f"{source.name}: is a directory") from exc
+        except OSError as exc:
+            raise InputError(f"{source.name}: {exc.strerror or exc}") from exc
+        done += size or 0
     return pipeline.result()
+
+
+def _size(source: Source) -> int | None:
+    if source.path is None:
+        return None
+    try:
+        return os.path.getsize(source.path)
+    except OSError:
+        return None

@@ -217,7 +217,7 @@ class InitiatorFinder:
         sample: dict[int, Event] = {}
         for event in self.col.units:
             peer = event.fields.get("peer")
-            if peer is None or not peer.isdigit():
+            if peer is None or not peer.isdigit() or event.role is Role.CONTEXT or event.line.quoted:
                 continue
             rank = int(peer)
             if event.fields.get("peer_is_local") or "localRank" in event.line.text:

@@ -30,6 +30,8 @@ _EXIT_VALUE = re.compile(r"(?P<exitcode>-?\d+) \(pid: (?P<pid>\d+)\)")
 _WORLD = re.compile(r"\b(?:world[ _]size|WORLD_SIZE|nranks)\s*[:=]?\s*(?P<n>\d{1,6})\b", re.IGNORECASE)
 _MEMBER = re.compile(r"MEMBER: \d+/(?P<n>\d{1,6})")
 
+ARM_WINDOW = 50  # lines between "ChildFailedError" and the table's opening rule
+
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV",
            13: "SIGPIPE", 15: "SIGTERM"}
 
@@ -99,16 +101,24 @@ class LauncherParser:
     def __init__(self) -> None:
         self.report = LauncherReport()
         self._armed = False
+        self._armed_at = 0
         self._in_table = False
         self._root_section = False
         self._entry: ChildExit | None = None
         self._mpi_pending: ChildExit | None = None
 
+    @property
+    def wants_every_line(self) -> bool:
+        """Inside an error table every line matters (its fields carry no searchable literal)."""
+        return self._in_table or self._armed
+
     def feed(self, text: str, line: int, source: str) -> tuple[bool, int | None]:
         if self._in_table:
             return self._table_line(text, line, source)
+        if self._armed and line - self._armed_at > ARM_WINDOW:
+            self._armed = False
         if "ChildFailedError" in text:
-            self._armed = True
+            self._armed, self._armed_at = True, line
         if _TABLE_RULE.match(text) and self._armed:
             self._in_table, self._armed, self._root_section = True, False, False
             return True, None

@@ -13,7 +13,7 @@ from rootrank.diagnose.formats.paths import ranks_from_path
 from rootrank.diagnose.formats.prefixes import Dialect, peel
 from rootrank.diagnose.formats.timestamps import find_time
 from rootrank.diagnose.launcher import LauncherParser
-from rootrank.diagnose.normalize import iter_logical
+from rootrank.diagnose.normalize import iter_logical_numbered
 from rootrank.diagnose.tracebacks import TracebackGrouper
 from rootrank.model import LogLine
 
@@ -26,9 +26,14 @@ class LineScanner:
         self.tracebacks = TracebackGrouper()
         self.lines_read = 0
 
-    def scan(self, source: str, lines: Iterable[str], path_hint: str | None = None) -> Iterator[LogLine]:
+    @property
+    def wants_every_line(self) -> bool:
+        return self.launcher.wants_every_line
+
+    def scan(self, source: str, lines: Iterable[tuple[int, str]], path_hint: str | None = None) -> Iterator[LogLine]:
+        """LogLines for (physical number, raw line) pairs, which may be a selection of the source's lines."""
         path_rank, path_local, path_host = ranks_from_path(path_hint) if path_hint else (None, None, None)
-        logical = iter_logical(lines)
+        logical = iter_logical_numbered(lines)
         dialect_probe = Dialect()
         buffered: list[tuple[int, str]] = []
         for item in logical:
@@ -61,6 +66,6 @@ class LineScanner:
                 # The stream is the printing process as its prefix tells; a rank named in the message
                 # must not split an unprefixed traceback from its own exception line.
                 stream = (source, stream_rank, local_rank, host)
-            block, _ = self.tracebacks.assign(stream, text)
+            block, _ = self.tracebacks.assign(stream, text, number)
             yield LogLine(number=number, text=text, raw=raw, source=source, rank=rank, local_rank=local_rank,
                           host=host, time=time, pid=peeled.pid, block=block, quoted=quoted)

@@ -52,7 +52,12 @@ def split_physical(line: str) -> list[str]:
 
 def iter_logical(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
     """(physical line number, logical line) for every logical line of the input."""
-    for number, line in enumerate(lines, start=1):
+    return iter_logical_numbered(enumerate(lines, start=1))
+
+
+def iter_logical_numbered(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """The same for lines that already carry their physical numbers (a selection of a big log)."""
+    for number, line in lines:
         for part in split_physical(line):
             yield number, part
 

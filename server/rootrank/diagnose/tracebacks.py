@@ -24,7 +24,7 @@ MAX_FRAMES_LINES = 5000
 class _State:
     block: int = 0
     phase: str = "idle"  # idle | frames | after_exception | after_blank | chain
-    count: int = 0
+    since: int = 0  # line number where the current phase began (lines in between may be skipped)
 
 
 class TracebackGrouper:
@@ -36,8 +36,12 @@ class TracebackGrouper:
         self._next_block += 1
         return self._next_block
 
-    def assign(self, stream: Hashable, text: str) -> tuple[int, bool]:
-        """(block id or 0, whether this line is the exception line that closes a traceback)."""
+    def assign(self, stream: Hashable, text: str, number: int) -> tuple[int, bool]:
+        """(block id or 0, whether this line is the exception line that closes a traceback).
+
+        Distances are measured in line numbers, not lines seen, so the grouping is the same whether or
+        not the lines in between were handed over (big logs pass only selected lines).
+        """
         state = self._states.get(stream)
         if state is None:
             state = self._states[stream] = _State()
@@ -45,7 +49,7 @@ class TracebackGrouper:
         if "Traceback (most recent call last)" in stripped:
             if state.phase != "chain":
                 state.block = self._new_block()
-            state.phase, state.count = "frames", 0
+            state.phase, state.since = "frames", number
             return state.block, False
         if state.phase == "idle":
             return 0, False
@@ -58,21 +62,19 @@ class TracebackGrouper:
             state.phase = "idle"
             return 0, False
         if state.phase == "frames":
-            state.count += 1
             if not stripped:
                 return state.block, False
-            if (text[:1].isspace() or stripped.startswith(("...", "^"))) and state.count < MAX_FRAMES_LINES:
+            if (text[:1].isspace() or stripped.startswith(("...", "^"))) and number - state.since < MAX_FRAMES_LINES:
                 return state.block, False
-            state.phase, state.count = "after_exception", 0
+            state.phase, state.since = "after_exception", number
             return state.block, True
         # after_exception: blank lines may precede a chain marker; other lines may continue the message.
-        state.count += 1
         if not stripped:
             state.phase = "after_blank"
             return state.block, False
         if state.phase == "after_blank":
             return self._close(state)
-        if state.count <= MAX_CONTINUATION and not _RECORD_START.match(text):
+        if number - state.since <= MAX_CONTINUATION and not _RECORD_START.match(text):
             return state.block, False
         return self._close(state)
 

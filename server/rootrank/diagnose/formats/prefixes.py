@@ -19,45 +19,58 @@ from rootrank.diagnose.formats.timestamps import parse_time
 class PrefixFormat:
     name: str
     regex: re.Pattern[str]
+    starts: str  # characters a line can start with for this prefix ("" = any): a cheap dispatch
     ambiguous: bool = False  # needs the source's dialect to agree before it is trusted
     # Which captures mean what: rank (global), local_rank, host, time, pid.
 
 
-def _p(name: str, pattern: str, ambiguous: bool = False) -> PrefixFormat:
-    return PrefixFormat(name, re.compile(pattern), ambiguous)
+_DIGITS = "0123456789"
+_WORD_START = _DIGITS + "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _p(name: str, pattern: str, starts: str, ambiguous: bool = False) -> PrefixFormat:
+    return PrefixFormat(name, re.compile(pattern), starts, ambiguous)
 
 
 _TS = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:[.,]\d{1,9})?)?(?:Z|[+-]\d\d:?\d\d)?"
 
 PREFIXES: tuple[PrefixFormat, ...] = (
     # torch >= 2.2 adds "[rankN]:" to every line a worker prints (global rank).
-    _p("torch-rank", r"\[rank(?P<rank>\d{1,6})\]:\s?"),
+    _p("torch-rank", r"\[rank(?P<rank>\d{1,6})\]:\s?", "["),
     # torchrun --tee / --role: "[default0]:", "[trainer3]:" (local rank within the node).
-    _p("torchrun-role", r"\[(?!rank\d)(?P<role>[A-Za-z_][A-Za-z_-]{0,31}?)(?P<local_rank>\d{1,5})\]:\s?"),
+    _p("torchrun-role", r"\[(?!rank\d)(?P<role>[A-Za-z_][A-Za-z_-]{0,31}?)(?P<local_rank>\d{1,5})\]:\s?", "["),
     # torchrun --role set to a host name: "[gpu187:2]:", "[alphagpu12:3]:".
-    _p("torchrun-host-role", r"\[(?P<host>[A-Za-z][\w.-]{0,63}):(?P<local_rank>\d{1,5})\]:\s?"),
+    _p("torchrun-host-role", r"\[(?P<host>[A-Za-z][\w.-]{0,63}):(?P<local_rank>\d{1,5})\]:\s?", "["),
     # Open MPI --tag-output: "[1,3]<stderr>:".
-    _p("mpirun-tag", r"\[\d{1,6},(?P<rank>\d{1,6})\]<(?:stdout|stderr|stddiag)>:\s?"),
+    _p("mpirun-tag", r"\[\d{1,6},(?P<rank>\d{1,6})\]<(?:stdout|stderr|stddiag)>:\s?", "["),
     # Determined: "[rank=1] || ".
-    _p("determined-rank", r"\[rank=(?P<rank>\d{1,6})\]\s\|\|\s?"),
+    _p("determined-rank", r"\[rank=(?P<rank>\d{1,6})\]\s\|\|\s?", "["),
     # Ray: "(WorkerDict pid=835, ip=172.26.143.83) ", "(pid=4009) ", "(axolotl-hi-2-spot, pid=16959) ".
-    _p("ray-worker", r"\((?:[\w.:-]{1,64},?\s)?pid=(?P<pid>\d{1,9})(?:,\sip=(?P<host>[\d.]{7,15}))?\)\s"),
+    _p("ray-worker", r"\((?:[\w.:-]{1,64},?\s)?pid=(?P<pid>\d{1,9})(?:,\sip=(?P<host>[\d.]{7,15}))?\)\s", "("),
     # Collector timestamps in front of everything: ISO 8601 (container runtime), with an optional pod name.
-    _p("iso-stamp", rf"(?P<time>{_TS})\s+(?:(?P<host>[\w.-]{{1,64}})\s>>\s)?"),
-    _p("bracket-iso-stamp", rf"[\[【](?P<time>{_TS})[\]】]\s?"),
-    _p("cloudwatch", rf"\s*\|\s(?P<time>{_TS})\s\|\s"),
-    _p("clock-stamp", r"(?P<time>\d\d:\d\d:\d\d\.\d{3})\s(?=\[)"),
+    _p("iso-stamp", rf"(?P<time>{_TS})\s+(?:(?P<host>[\w.-]{{1,64}})\s>>\s)?", _DIGITS),
+    _p("bracket-iso-stamp", rf"[\[【](?P<time>{_TS})[\]】]\s?", "[【"),
+    _p("cloudwatch", rf"\s*\|\s(?P<time>{_TS})\s\|\s", " |"),
+    _p("clock-stamp", r"(?P<time>\d\d:\d\d:\d\d\.\d{3})\s(?=\[)", _DIGITS),
     # glog header of torchelastic / c10d Python logging: "W1129 23:34:51.266000 14686 torch/.../api.py:908] ".
-    _p("glog", r"(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})\s+(?P<pid>\d{1,16})\s+[\w/.+-]{1,200}:\d{1,6}\]\s?"),
+    _p("glog", r"(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})\s+(?P<pid>\d{1,16})\s+[\w/.+-]{1,200}:\d{1,6}\]\s?", "IWEF"),
     # bracketed glog of c10d C++: "[E1026 04:01:30.105007493 ProcessGroupNCCL.cpp:1858] ", "[E ProcessGroupNCCL.cpp:566] ".
-    _p("glog-bracket", r"\[(?:(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})|[IWEF])\s[\w/.+-]{1,200}:\d{1,6}\]\s?"),
+    _p("glog-bracket", r"\[(?:(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})|[IWEF])\s[\w/.+-]{1,200}:\d{1,6}\]\s?", "["),
     # srun --label: "3: " (task id = global rank); only when the whole source uses it.
-    _p("srun-label", r"\s{0,4}(?P<rank>\d{1,5}):\s", ambiguous=True),
+    _p("srun-label", r"\s{0,4}(?P<rank>\d{1,5}):\s", " " + _DIGITS, ambiguous=True),
     # pdsh / DeepSpeed multi-node runner: "node-05: ", "192.168.12.21: ".
-    _p("pdsh-host", r"(?P<host>(?=[\w.-]*[\d.-])[A-Za-z0-9][\w.-]{0,62}):\s", ambiguous=True),
+    _p("pdsh-host", r"(?P<host>(?=[\w.-]*[\d.-])[A-Za-z0-9][\w.-]{0,62}):\s", _WORD_START, ambiguous=True),
 )
 
 _BY_NAME = {p.name: p for p in PREFIXES}
+
+
+def _dispatch() -> dict[str, tuple[PrefixFormat, ...]]:
+    chars = {c for p in PREFIXES for c in p.starts}
+    return {c: tuple(p for p in PREFIXES if c in p.starts) for c in chars}
+
+
+_BY_FIRST_CHAR = _dispatch()
 
 
 @dataclass
@@ -77,7 +90,8 @@ def peel(line: str, dialect: frozenset[str] = frozenset(), max_layers: int = 6) 
     used: list[str] = []
     text = line
     for _ in range(max_layers):
-        for fmt in PREFIXES:
+        candidates = _BY_FIRST_CHAR.get(text[:1], ())
+        for fmt in candidates:
             if fmt.ambiguous and fmt.name not in dialect:
                 continue
             m = fmt.regex.match(text)
@@ -134,3 +148,31 @@ class Dialect:
         if "pdsh-host" in chosen and len(self.hosts) > 64:
             chosen.discard("pdsh-host")
         return frozenset(chosen)
+
+
+class RankCensus:
+    """Who printed at all: rank prefixes swept over whole byte chunks in C, not line by line in Python.
+
+    A hung rank is found as the one that printed but did not time out; that needs every rank that
+    printed anything, including ranks whose lines the prefilter skips.
+    """
+
+    _GLOBAL = re.compile(rb"\[rank(\d{1,6})\]:")
+    _MPI = re.compile(rb"(?m)^\[\d{1,6},(\d{1,6})\]<std")
+    _LOCAL = re.compile(rb"(?m)^\[(?!rank\d)[A-Za-z_][\w.-]{0,63}?:?(\d{1,5})\]:")
+    _SRUN = re.compile(rb"(?m)^\s{0,4}(\d{1,5}): ")
+
+    def __init__(self) -> None:
+        self.ranks: set[int] = set()
+        self.local_ranks: set[int] = set()
+        self.srun = False
+
+    def sweep(self, buf: bytes, start: int, end: int) -> None:
+        if b"[rank" in buf:
+            self.ranks.update(int(r) for r in set(self._GLOBAL.findall(buf, start, end)))
+        if b"]<std" in buf:
+            self.ranks.update(int(r) for r in set(self._MPI.findall(buf, start, end)))
+        elif self.srun:
+            self.ranks.update(int(r) for r in set(self._SRUN.findall(buf, start, end)))
+        if b"]:" in buf:
+            self.local_ranks.update(int(r) for r in set(self._LOCAL.findall(buf, start, end)))

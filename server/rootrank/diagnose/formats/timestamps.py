@@ -37,8 +37,5 @@ def parse_time(stamp: str) -> float | None:
 
 def find_time(text: str, window: int = 80) -> float | None:
     """A stamp within the first `window` characters of a message, if any."""
-    head = text[:window]
-    if not any(c.isdigit() for c in head):
-        return None
-    m = _ANYWHERE.search(head)
+    m = _ANYWHERE.search(text, 0, window)
     return parse_time(m.group(0)) if m else None
