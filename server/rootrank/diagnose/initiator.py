@@ -92,6 +92,10 @@ class InitiatorFinder:
         causes = [u for u in units if is_error_cause(u)]
         if not causes:
             causes = [u for u in self.col.units if u.line.quoted and is_error_cause(u)]
+        # A death the launcher reports (exit -6 after a watchdog abort, say) is a consequence on a rank
+        # that printed its own symptoms; the launcher's line is then not a cause of its own.
+        suffering = {u.line.rank for u in units if u.role is Role.SYMPTOM and u.line.rank is not None}
+        causes = [e for e in causes if e.line.rank is not None or self._event_rank(e) not in suffering]
         if causes:
             return self._from_causes(causes, units)
         symptoms = [u for u in units if u.role is Role.SYMPTOM]
@@ -105,12 +109,17 @@ class InitiatorFinder:
         return Verdict(rank=None, cause=None, rule=None, decided_by="nothing matched")
 
     def _from_causes(self, causes: list[Event], units: list[Event]) -> Verdict:
+        # A death the launcher reports (exit -6 after a watchdog abort, say) is a consequence on a rank
+        # that printed its own symptoms; the launcher line is then not a cause of its own.
         by_rank: dict[int | None, Event] = {}
         for event in causes:
             rank = self._event_rank(event)
             if rank not in by_rank:
                 by_rank[rank] = event
         ranked = {r: e for r, e in by_rank.items() if r is not None}
+        consensus = self._peer_consensus(causes)
+        if consensus is not None:
+            return consensus
         if not ranked:
             event = by_rank[None]
             rank, how = self._rank_from_launcher()
@@ -138,6 +147,28 @@ class InitiatorFinder:
             verdict.candidates = [(r, ranked[r].rule, f"also raised {ranked[r].rule}") for r in same_rule[1:]]
         self._launcher_first_exit(verdict, ranked)
         return verdict
+
+    def _peer_consensus(self, causes: list[Event]) -> Verdict | None:
+        """Reports that name another rank ("..., but Rank 1 is running collective", a store key of a rank
+        that never arrived): when most of them name the same rank, that rank is the one out of step."""
+        votes: Counter[int] = Counter()
+        sample: dict[int, Event] = {}
+        for event in causes:
+            peer = event.fields.get("peer")
+            if peer is None or not peer.isdigit() or event.line.quoted:
+                continue
+            votes[int(peer)] += 1
+            sample.setdefault(int(peer), event)
+        if not votes:
+            return None
+        (rank, count), *rest = votes.most_common()
+        if rest and count <= sum(c for _, c in rest):
+            return None
+        event = sample[rank]
+        voters = sum(votes.values())
+        return Verdict(rank=rank, cause=event, rule=event.rule, decided_by="named by the other ranks",
+                       reasons=[f"{count} of {voters} report(s) of {event.rule} name rank {rank} as the one out of step"
+                                f" (line {event.line.number}: {event.line.text.strip()[:160]})"])
 
     def _rank_from_launcher(self) -> tuple[int | None, str]:
         first = self.launcher.first_failure()
