@@ -1,0 +1,111 @@
+/** The report webview: one panel, reused; messages from its script are handled here. */
+import * as vscode from 'vscode';
+import { isSafeUrl } from './markdown';
+import { makeNonce, renderReport } from './html';
+import type { Diagnosis } from '../types';
+
+/** Where the diagnosed text came from, so evidence lines can be revealed. */
+export interface Origin {
+  /** Shown under the title: "selection in train.log", "terminal: python train.py (exit 1)". */
+  label: string;
+  /** The document the text is part of; absent for terminal and clipboard text. */
+  uri?: vscode.Uri;
+  /** 0-based line in `uri` where the diagnosed text starts (a selection's first line). */
+  lineOffset?: number;
+  /** The text itself, opened in an untitled editor when there is no `uri`. */
+  text?: string;
+}
+
+type Message =
+  | { type: 'reveal'; line: number }
+  | { type: 'open'; href: string }
+  | { type: 'copyMarkdown' | 'copyVerify' | 'runVerify' };
+
+export class ReportPanel {
+  private static current: ReportPanel | undefined;
+  private diagnosis!: Diagnosis;
+  private origin!: Origin;
+  private scratch: vscode.TextDocument | undefined;
+
+  private constructor(private readonly panel: vscode.WebviewPanel) {
+    panel.onDidDispose(() => { if (ReportPanel.current === this) ReportPanel.current = undefined; });
+    panel.webview.onDidReceiveMessage((m: Message) => this.onMessage(m).catch((err: unknown) =>
+      void vscode.window.showErrorMessage(`rootrank: ${err instanceof Error ? err.message : String(err)}`)));
+  }
+
+  static show(diagnosis: Diagnosis, origin: Origin): ReportPanel {
+    let report = ReportPanel.current;
+    if (!report) {
+      const panel = vscode.window.createWebviewPanel('rootrank.report', 'rootrank report', {
+        viewColumn: vscode.ViewColumn.Beside, preserveFocus: false,
+      }, { enableScripts: true, localResourceRoots: [], enableFindWidget: true });
+      report = ReportPanel.current = new ReportPanel(panel);
+    }
+    report.update(diagnosis, origin);
+    report.panel.reveal(undefined, false);
+    return report;
+  }
+
+  private update(diagnosis: Diagnosis, origin: Origin): void {
+    this.diagnosis = diagnosis;
+    this.origin = origin;
+    this.scratch = undefined;
+    const rc = diagnosis.root_cause;
+    this.panel.title = rc ? `rootrank: ${rc.title}${rc.rank !== null ? ` (rank ${rc.rank})` : ''}` : 'rootrank report';
+    this.panel.webview.html = renderReport(diagnosis, {
+      nonce: makeNonce(), cspSource: this.panel.webview.cspSource, origin: origin.label,
+      canReveal: !!(origin.uri || origin.text),
+    });
+  }
+
+  private async onMessage(m: Message): Promise<void> {
+    switch (m.type) {
+      case 'reveal': return this.reveal(m.line);
+      case 'open':
+        if (isSafeUrl(m.href)) await vscode.env.openExternal(vscode.Uri.parse(m.href, true));
+        return;
+      case 'copyMarkdown':
+        await vscode.env.clipboard.writeText(this.diagnosis.markdown);
+        vscode.window.setStatusBarMessage('rootrank: report copied as Markdown', 3000);
+        return;
+      case 'copyVerify':
+        await vscode.env.clipboard.writeText(this.diagnosis.root_cause?.verify ?? '');
+        vscode.window.setStatusBarMessage('rootrank: verify command copied', 3000);
+        return;
+      case 'runVerify': return this.runVerify();
+    }
+  }
+
+  private async reveal(line: number): Promise<void> {
+    if (!Number.isInteger(line) || line < 1) return;
+    let doc: vscode.TextDocument;
+    let target = line - 1;
+    if (this.origin.uri) {
+      doc = await vscode.workspace.openTextDocument(this.origin.uri);
+      target += this.origin.lineOffset ?? 0;
+    } else if (this.origin.text !== undefined) {
+      this.scratch ??= await vscode.workspace.openTextDocument({ content: this.origin.text, language: 'log' });
+      doc = this.scratch;
+    } else {
+      return;
+    }
+    target = Math.min(target, doc.lineCount - 1);
+    const range = doc.lineAt(target).range;
+    await vscode.window.showTextDocument(doc, {
+      viewColumn: vscode.ViewColumn.One, selection: new vscode.Selection(range.start, range.end), preserveFocus: false,
+    });
+    const editor = vscode.window.activeTextEditor;
+    editor?.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+  }
+
+  private async runVerify(): Promise<void> {
+    const command = this.diagnosis.root_cause?.verify.trim();
+    if (!command) return;
+    const choice = await vscode.window.showWarningMessage('Run the verify command in a new terminal?',
+      { modal: true, detail: command }, 'Run');
+    if (choice !== 'Run') return;
+    const terminal = vscode.window.createTerminal({ name: 'rootrank verify', cwd: vscode.workspace.workspaceFolders?.[0]?.uri });
+    terminal.show();
+    terminal.sendText(command, true);
+  }
+}

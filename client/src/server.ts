@@ -1,0 +1,128 @@
+/** Starting, stopping and talking to `python -m rootrank lsp`. All language features come from the server. */
+import { execFile } from 'node:child_process';
+import * as vscode from 'vscode';
+import { ExecuteCommandRequest, LanguageClient, RevealOutputChannelOn } from 'vscode-languageclient/node';
+import type { DocumentSelector, LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
+import { interpreterProblem, resolveInterpreter, serverLaunch, VERSION_PROBE } from './interpreter';
+import type { Interpreter } from './interpreter';
+import { activePythonExecutable } from './python';
+import { readClientSettings, serverPayload, toServerSettings } from './settings';
+import { toDiagnosis } from './types';
+import type { Diagnosis } from './types';
+
+/** The server's command (client command ids must differ: vscode-languageclient registers this one). */
+export const SERVER_DIAGNOSE = 'rootrank.diagnose';
+
+/** Languages the server checks as code or configs, plus training logs (see rootrank/lsp/diagnostics.py). */
+const CODE_LANGUAGES = ['python', 'yaml', 'json', 'jsonc', 'shellscript', 'log'];
+
+export function documentSelector(logPatterns: string[]): DocumentSelector {
+  return [
+    ...CODE_LANGUAGES.flatMap(language => [{ scheme: 'file', language }, { scheme: 'untitled', language }]),
+    ...logPatterns.map(pattern => ({ scheme: 'file', pattern: `**/${pattern}` })),
+  ];
+}
+
+function probe(interp: Interpreter): Promise<{ error?: string; output?: string }> {
+  return new Promise(resolve => {
+    execFile(interp.command, [...interp.args, '-c', VERSION_PROBE], { timeout: 15000 }, (err, stdout, stderr) => {
+      if (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        resolve({ error: code === 'ENOENT' ? 'not found' : (stderr.trim().split('\n').pop() || err.message) });
+      } else {
+        resolve({ output: stdout });
+      }
+    });
+  });
+}
+
+export class RootrankServer implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private starting: Promise<LanguageClient | undefined> | undefined;
+  private workspacePython: string | undefined;
+
+  constructor(private readonly context: vscode.ExtensionContext, readonly channel: vscode.LogOutputChannel) {}
+
+  private config(): vscode.WorkspaceConfiguration {
+    return vscode.workspace.getConfiguration('rootrank', vscode.workspace.workspaceFolders?.[0]?.uri);
+  }
+
+  /** The running client, starting the server if needed; undefined when it cannot start (the user was told). */
+  async ready(): Promise<LanguageClient | undefined> {
+    if (this.client?.isRunning()) return this.client;
+    this.starting ??= this.start().finally(() => { this.starting = undefined; });
+    return this.starting;
+  }
+
+  private async start(): Promise<LanguageClient | undefined> {
+    const cfg = this.config();
+    const client = readClientSettings(cfg);
+    this.workspacePython = await activePythonExecutable(vscode.workspace.workspaceFolders?.[0]?.uri);
+    const interp = resolveInterpreter(client.interpreter, this.workspacePython);
+    const problem = interpreterProblem(interp, await probe(interp));
+    if (problem) {
+      this.channel.error(problem);
+      void vscode.window.showErrorMessage(problem, 'Open Settings', 'Show Log').then(choice => {
+        if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'rootrank.interpreter');
+        if (choice === 'Show Log') this.channel.show();
+      });
+      return undefined;
+    }
+    const launch = serverLaunch(interp, client.importStrategy, this.context.asAbsolutePath('bundled'), process.env);
+    this.channel.info(`starting: ${launch.command} ${launch.args.join(' ')} (interpreter from ${interp.source}, ${client.importStrategy})`);
+    const serverOptions: ServerOptions = {
+      command: launch.command,
+      args: launch.args,
+      options: { env: launch.env, cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath },
+    };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: documentSelector(client.logFilePatterns),
+      outputChannel: this.channel,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: serverPayload(toServerSettings(cfg, this.workspacePython ?? interp.command)),
+    };
+    const lc = new LanguageClient('rootrank', 'rootrank', serverOptions, clientOptions);
+    try {
+      await lc.start();
+    } catch (err) {
+      const message = `rootrank: the server did not start: ${err instanceof Error ? err.message : String(err)}`;
+      this.channel.error(message);
+      void vscode.window.showErrorMessage(message, 'Show Log').then(c => { if (c) this.channel.show(); });
+      await lc.dispose().catch(() => undefined);
+      return undefined;
+    }
+    this.client = lc;
+    return lc;
+  }
+
+  /** Pushes changed settings to the running server (no restart needed for these). */
+  async pushSettings(): Promise<void> {
+    if (!this.client?.isRunning()) return;
+    const payload = serverPayload(toServerSettings(this.config(), this.workspacePython));
+    await this.client.sendNotification('workspace/didChangeConfiguration', payload);
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.ready();
+  }
+
+  async stop(): Promise<void> {
+    const lc = this.client;
+    this.client = undefined;
+    if (lc) await lc.stop(2000).catch(() => undefined);
+  }
+
+  /** `rootrank.diagnose` on text, or on a document/file when `text` is empty and `uri` given. */
+  async diagnose(text: string, uri?: vscode.Uri): Promise<Diagnosis | undefined> {
+    const lc = await this.ready();
+    if (!lc) return undefined;
+    const args: string[] = uri ? [text, uri.toString()] : [text];
+    const result: unknown = await lc.sendRequest(ExecuteCommandRequest.type, { command: SERVER_DIAGNOSE, arguments: args });
+    return toDiagnosis(result);
+  }
+
+  dispose(): void {
+    void this.stop();
+  }
+}

@@ -1,0 +1,38 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readClientSettings, serverPayload, toServerSettings } from '../src/settings';
+import type { ConfigReader } from '../src/settings';
+
+const reader = (values: Record<string, unknown>): ConfigReader => ({ get: (k: string) => values[k] });
+
+test('maps VS Code names to the server settings record', () => {
+  const s = toServerSettings(reader({
+    select: ['checkpoint.'], ignore: ['checkpoint.overhead'], severityOverrides: { 'checkpoint.': 'error', bad: 3 },
+    lintOn: 'save', logFilePatterns: ['*.txt'], interpreter: ['/x/python'], importStrategy: 'fromEnvironment',
+  }), '/venv/bin/python');
+  assert.deepEqual(s, {
+    select: ['checkpoint.'], ignore: ['checkpoint.overhead'], severity: { 'checkpoint.': 'error' },
+    lintOn: 'save', logPatterns: ['*.txt'], python: '/venv/bin/python',
+  });
+  assert.deepEqual(serverPayload(s).settings.rootrank, s);
+});
+
+test('defaults and bad values', () => {
+  const s = toServerSettings(reader({ select: 'checkpoint.', lintOn: 'sometimes', severityOverrides: [] }));
+  assert.deepEqual(s.select, ['checkpoint.']);
+  assert.equal(s.lintOn, 'change');
+  assert.deepEqual(s.severity, {});
+  assert.ok(s.logPatterns.includes('slurm-*.out'));
+  assert.equal('python' in s, false);
+});
+
+test('client-only settings', () => {
+  assert.deepEqual(readClientSettings(reader({})), {
+    interpreter: [], importStrategy: 'useBundled', notifyOnTerminalFailure: true,
+    logFilePatterns: ['*.log', '*.out', '*.err', 'slurm-*.out', '*.log.txt'],
+  });
+  const c = readClientSettings(reader({ interpreter: ' /usr/bin/python3 ', importStrategy: 'fromEnvironment', notifyOnTerminalFailure: false }));
+  assert.deepEqual(c.interpreter, ['/usr/bin/python3']);
+  assert.equal(c.importStrategy, 'fromEnvironment');
+  assert.equal(c.notifyOnTerminalFailure, false);
+});
