@@ -7,7 +7,6 @@ raises on bad input: a file that cannot be parsed gives one `syntax-error` findi
 
 from __future__ import annotations
 
-import ast
 import logging
 import re
 
@@ -51,7 +50,7 @@ def check_source(source: str, path: str, options: CheckOptions | None = None) ->
 
 def _check_python(source: str, path: str, locator: Locator, options: CheckOptions) -> list[Finding]:
     try:
-        tree = ast.parse(source, filename=path)
+        semantic = collect(source, path, locator)
     except SyntaxError as error:
         line = error.lineno or 1
         column = max(error.offset or 1, 1)
@@ -61,7 +60,6 @@ def _check_python(source: str, path: str, locator: Locator, options: CheckOption
         # Deeply nested expressions overflow the parser; null bytes raise ValueError.
         reason = "too deeply nested" if isinstance(error, RecursionError) else str(error) or type(error).__name__
         return [Finding(SYNTAX_ERROR, Severity.ERROR, path, 1, 1, 1, 1, f"cannot parse: {reason}")]
-    semantic = collect(tree, path, source, locator)
     selected = [rule_id for rule_id in sorted(RULES) if options.enabled(rule_id)]
     return run_rules(semantic, selected, {rule_id: severity_of(rule_id) for rule_id in selected})
 

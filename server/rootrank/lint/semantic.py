@@ -246,31 +246,74 @@ class Semantic:
         """Checkpoint sites that certainly run reentrant."""
         return (s for s in self.checkpoints if s.reentrant is True)
 
-    # ------------------------------------------------------------------ helpers over calls
+    # ------------------------------------------------------------------ indexes (built once, on first use)
+
+    @functools.cached_property
+    def _by_callee(self) -> dict[str, list[CallSite]]:
+        index: dict[str, list[CallSite]] = {}
+        for site in self.calls:
+            name = self.resolve_call(site.node)[0]
+            if name is not None:
+                index.setdefault(name, []).append(site)
+        return index
+
+    @functools.cached_property
+    def _by_method(self) -> dict[str, list[CallSite]]:
+        index: dict[str, list[CallSite]] = {}
+        for site in self.calls:
+            if isinstance(site.node.func, ast.Attribute):
+                index.setdefault(site.node.func.attr, []).append(site)
+        return index
+
+    @functools.cached_property
+    def _by_target(self) -> dict[str, list[AssignSite]]:
+        index: dict[str, list[AssignSite]] = {}
+        for site in self.assigns:
+            for target in site.targets:
+                spelled = dotted(target)
+                if spelled is not None:
+                    index.setdefault(spelled, []).append(site)
+        return index
+
+    @functools.cached_property
+    def _built(self) -> dict[int, set[str]]:
+        """id() of a class or function node -> local classes constructed directly inside it."""
+        index: dict[int, set[str]] = {}
+        for site in self.calls:
+            func = site.node.func
+            if isinstance(func, ast.Name) and func.id in self.classes:
+                index.setdefault(0, set()).add(func.id)  # 0: anywhere in the file
+                owners: list[ast.AST] = [*site.frame.functions]
+                if site.frame.class_ is not None:
+                    owners.append(site.frame.class_)
+                for owner in owners:
+                    index.setdefault(id(owner), set()).add(func.id)
+        return index
 
     def calls_to(self, *qualified: str) -> Iterator[CallSite]:
-        wanted = set(qualified)
-        return (c for c in self.calls if self.resolve_call(c.node)[0] in wanted)
+        return (c for name in qualified for c in self._by_callee.get(name, ()))
 
     def method_calls(self, method: str) -> Iterator[CallSite]:
-        return (c for c in self.calls if isinstance(c.node.func, ast.Attribute) and c.node.func.attr == method)
+        return iter(self._by_method.get(method, ()))
+
+    def assigned(self, spelled: str) -> list[AssignSite]:
+        """Assignments whose target is spelled `spelled` (`model`, `self.blocks`)."""
+        return self._by_target.get(spelled, [])
+
+    def built_classes(self) -> set[str]:
+        """Local classes constructed anywhere in the file."""
+        return self._built.get(0, set())
 
     def training_arguments(self) -> Iterator[CallSite]:
         """`TrainingArguments(...)`-like constructors of transformers and trl."""
-        for site in self.calls:
-            name = self.qualified(site.node.func) or ""
+        for name, sites in self._by_callee.items():
             root, _, last = name.rpartition(".")
             if last in TRAINING_ARGUMENTS and root.split(".")[0] in ("transformers", "trl"):
-                yield site
+                yield from sites
 
     def instantiated_classes(self, within: ast.AST) -> set[str]:
-        """Local classes constructed somewhere inside `within` (a class or function node)."""
-        found: set[str] = set()
-        for site in self.calls:
-            func = site.node.func
-            if isinstance(func, ast.Name) and func.id in self.classes and _inside(site.node, within):
-                found.add(func.id)
-        return found
+        """Local classes constructed inside `within` (a class or function node)."""
+        return self._built.get(id(within), set())
 
     def span(self, node: ast.AST) -> tuple[int, int, int, int]:
         line = getattr(node, "lineno", 1)
@@ -278,6 +321,12 @@ class Semantic:
         column = self.locator.column(line, getattr(node, "col_offset", 0))
         end_column = self.locator.column(end_line, getattr(node, "end_col_offset", None) or 0)
         return line, column, end_line, end_column
+
+    def mentions(self, node: ast.AST, word: str) -> bool:
+        """Whether the lines `node` spans contain `word` (a cheap test before walking it)."""
+        first = getattr(node, "lineno", 1)
+        last = getattr(node, "end_lineno", None) or first
+        return any(word in self.locator.line_text(line) for line in range(first, last + 1))
 
     def text(self, node: ast.AST) -> str:
         line, column, end_line, end_column = self.span(node)
@@ -299,11 +348,6 @@ def parameter_default(function: FunctionNode, name: str) -> tuple[ast.expr | Non
         if extra is not None and extra.arg == name:
             return (None,)
     return None
-
-
-def _inside(node: ast.AST, container: ast.AST) -> bool:
-    line = getattr(node, "lineno", 0)
-    return bool(getattr(container, "lineno", 0) <= line <= (getattr(container, "end_lineno", 0) or 0))
 
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:
@@ -355,7 +399,7 @@ def _find_compiled(semantic: Semantic) -> Compiled:
                 if spelled:
                     constructed[spelled] = value.func.id
     classes: dict[str, ast.AST] = {}
-    for call_site in semantic.calls:
+    for call_site in [*semantic.calls_to(COMPILE), *semantic.method_calls("compile")]:
         call = call_site.node
         if semantic.qualified(call.func) == COMPILE and call.args:
             subject: ast.expr | None = call.args[0]
@@ -381,6 +425,8 @@ def _find_compiled(semantic: Semantic) -> Compiled:
     names = set(roots)
     names.update(f.name for f, frame in semantic.functions if id(f) in decorated and frame.class_ is None)
     for site in semantic.assigns:
+        if not semantic.mentions(site.value, "compile"):
+            continue
         if any(isinstance(n, ast.Call) and _is_compile(semantic, n) for n in ast.walk(site.value)):
             for target in site.targets:
                 spelled = dotted(target)

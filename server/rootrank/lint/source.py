@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import re
 from collections.abc import Iterable
 
@@ -15,18 +16,24 @@ from collections.abc import Iterable
 # (torchfix's "avoid expensive parsing" trick). `recompute` covers Megatron's spelling.
 MENTIONS_CHECKPOINTING = re.compile(r"checkpoint|recompute")
 
-# Identifiers that make a statement worth walking. Statements that mention none of these (and none of
-# the local aliases bound to them) are visited for structure only; their expressions are not walked.
-KEYWORDS = (
-    "checkpoint", "recompute", "compile", "no_grad", "inference_mode", "set_grad_enabled",
-    "DistributedDataParallel", "DDP", "find_unused_parameters", "static_graph", "autograd", "backward",
-    "requires_grad", "peft", "lora", "LoRA", "enable_input_require_grads", "ModuleList", "Sequential",
-    "fully_shard", "FSDP", "FullyShardedDataParallel", "TrainingArguments", "Config", "use_cache",
-    "partial", "from_pretrained", "parameters", "generate", "Embedding", "embed", "wte",
-    "ReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Dropout", "Norm", "Identity", "relu", "gelu", "silu",
-    "dropout", "norm", "sigmoid", "tanh", "softmax", "Softmax", "Mish", "mish", "act",
+# Names that make a statement worth walking. Statements that mention none of these (and none of the
+# local aliases bound to them) are visited for structure only; their expressions are not walked.
+# SUBSTRINGS may sit inside longer identifiers (`gradient_checkpointing_enable`); WORDS must stand alone,
+# because short names like `relu` or `DDP` would otherwise match half of a training file.
+SUBSTRINGS = (
+    "checkpoint", "recompute", "compile", "no_grad", "inference_mode", "set_grad_enabled", "enable_grad",
+    "DistributedDataParallel", "find_unused_parameters", "static_graph", "autograd", "backward",
+    "requires_grad", "peft", "lora", "LoRA", "ModuleList", "Sequential", "fully_shard", "FullyShardedDataParallel",
+    "TrainingArguments", "Config", "use_cache", "partial", "named_parameters", "register_forward_hook",
 )
-_KEYWORD_RE = re.compile("|".join(sorted(KEYWORDS, key=len, reverse=True)))
+WORDS = (
+    "DDP", "FSDP", "generate", "parameters", "Embedding", "embed", "wte", "ReLU", "ReLU6", "GELU",
+    "SiLU", "Mish", "Tanh", "Sigmoid", "Hardswish", "Hardsigmoid", "LeakyReLU", "ELU", "SELU", "Softplus",
+    "Softmax", "LogSoftmax", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "Identity",
+    "LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Flatten",
+)
+_KEYWORD_RE = re.compile("|".join(sorted(SUBSTRINGS, key=len, reverse=True))
+                         + r"|\b(?:" + "|".join(sorted(WORDS, key=len, reverse=True)) + r")\b")
 _BOUND_NAME = re.compile(r"\bas\s+([A-Za-z_]\w*)|^[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
@@ -69,23 +76,7 @@ class Locator:
 class Interest:
     """Which lines mention checkpoint-related names (or names bound to them), so walks can skip the rest."""
 
-    def __init__(self, locator: Locator) -> None:
-        lines = set(locator.lines_matching(_KEYWORD_RE))
-        aliases: set[str] = set()
-        # Two rounds of "names bound on an interesting line are interesting": covers
-        # `from torch.utils.checkpoint import checkpoint as ck` and `ckpt = partial(ck, ...)`.
-        for _ in range(2):
-            new = set()
-            for line in lines:
-                for m in _BOUND_NAME.finditer(locator.line_text(line)):
-                    name = m.group(1) or m.group(2)
-                    if name and name not in aliases:
-                        new.add(name)
-            if not new:
-                break
-            aliases |= new
-            alias_re = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(aliases))) + r")\b")
-            lines |= set(locator.lines_matching(alias_re))
+    def __init__(self, lines: Iterable[int]) -> None:
         self.lines = sorted(lines)
 
     def spans(self, first: int, last: int) -> bool:
@@ -96,5 +87,43 @@ class Interest:
         first = getattr(node, "lineno", 0)
         return self.spans(first, getattr(node, "end_lineno", None) or first)
 
-    def any(self, nodes: Iterable[ast.AST]) -> bool:
-        return any(self.node(n) for n in nodes)
+
+@functools.lru_cache(maxsize=4096)
+def keyword_lines(text: str) -> tuple[tuple[int, ...], frozenset[str]]:
+    """Lines of `text` (1-based) that mention a keyword, and the names bound on those lines."""
+    return _scan(text, _KEYWORD_RE)
+
+
+@functools.lru_cache(maxsize=4096)
+def alias_lines(text: str, aliases: frozenset[str]) -> tuple[tuple[int, ...], frozenset[str]]:
+    """Lines of `text` that mention one of `aliases` (local names bound to checkpoint-related things)."""
+    if not aliases:
+        return (), frozenset()
+    return _scan(text, _alias_pattern(aliases))
+
+
+@functools.lru_cache(maxsize=64)
+def _alias_pattern(aliases: frozenset[str]) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(aliases))) + r")\b")
+
+
+def _scan(text: str, pattern: re.Pattern[str]) -> tuple[tuple[int, ...], frozenset[str]]:
+    locator = Locator(text)
+    lines = sorted({locator.line_of(m.start()) for m in pattern.finditer(text)})
+    bound = {m.group(1) or m.group(2) for line in lines for m in _BOUND_NAME.finditer(locator.line_text(line))}
+    return tuple(lines), frozenset(bound)
+
+
+def aliases_of(texts: Iterable[str]) -> frozenset[str]:
+    """Names bound on interesting lines, over a file's chunks: two rounds cover
+    `from torch.utils.checkpoint import checkpoint as ck` and then `ckpt = partial(ck, ...)`."""
+    texts = list(texts)
+    aliases = frozenset().union(*(keyword_lines(t)[1] for t in texts))
+    more = frozenset().union(*(alias_lines(t, aliases)[1] for t in texts))
+    return aliases | more
+
+
+def interest_of(text: str, first_line: int, aliases: frozenset[str]) -> Interest:
+    offset = first_line - 1
+    lines = set(keyword_lines(text)[0]) | set(alias_lines(text, aliases)[0])
+    return Interest(line + offset for line in lines)

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import logging
+import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
+from rootrank.lint.names import ImportTable
 from rootrank.lint.registry import RULES, Violation
-from rootrank.lint.semantic import AssignSite, CallSite, Frame, Semantic
-from rootrank.lint.source import Interest, Locator
+from rootrank.lint.semantic import AssignSite, CallSite, Frame, FunctionNode, Semantic
+from rootrank.lint.source import Interest, Locator, aliases_of, interest_of
 from rootrank.model import Finding, Fix, Severity
 
 LOG = logging.getLogger(__name__)
@@ -23,15 +27,100 @@ LOG = logging.getLogger(__name__)
 _SIMPLE_ASSIGN = (ast.Assign, ast.AnnAssign)
 
 
-def collect(tree: ast.Module, path: str, source: str, locator: Locator) -> Semantic:
+@dataclass
+class Facts:
+    """What the walk found in one stretch of source; `merge` joins the stretches of a file in order."""
+
+    names: ImportTable = field(default_factory=ImportTable)
+    constants: dict[str, ast.expr] = field(default_factory=dict)
+    ambiguous: set[str] = field(default_factory=set)
+    functions: list[tuple[FunctionNode, Frame]] = field(default_factory=list)
+    classes: list[ast.ClassDef] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+    assigns: list[AssignSite] = field(default_factory=list)
+
+
+def collect(source: str, path: str, locator: Locator) -> Semantic:
+    """Parse and walk `source`, top-level chunk by chunk (cached), else as a whole.
+
+    Raises SyntaxError (or RecursionError/ValueError/MemoryError from the parser) when the file does
+    not parse.
+    """
     semantic = Semantic(path=path, source=source, locator=locator)
-    _Collector(semantic, Interest(locator)).body(tree.body, Frame(), module=True)
+    chunks = split_chunks(source)
+    aliases = aliases_of(text for _, text in chunks)
+    parts = [_chunk_facts(text, first, aliases) for first, text in chunks]
+    if any(part is None for part in parts):
+        # A chunk that does not parse alone: either the file is broken (the whole parse says where),
+        # or the split cut through a string or brackets, and the whole parse is the truth.
+        tree = ast.parse(source, filename=path)
+        parts = [walk(tree, interest_of(source, 1, aliases_of([source])))]
+    for part in parts:
+        assert part is not None
+        _merge(semantic, part)
     return semantic
 
 
+def walk(tree: ast.Module, interest: Interest) -> Facts:
+    facts = Facts()
+    _Collector(facts, interest).body(tree.body, Frame(), module=True)
+    return facts
+
+
+@functools.lru_cache(maxsize=2048)
+def _chunk_facts(text: str, first_line: int, aliases: frozenset[str]) -> Facts | None:
+    """The facts of one top-level chunk; cached, so a keystroke only re-parses the chunk it changed."""
+    try:
+        # Blank lines in front give the right line numbers straight from the parser: the tokenizer skips
+        # them far faster than `ast.increment_lineno` can renumber a tree.
+        tree = ast.parse("\n" * (first_line - 1) + text)
+    except (SyntaxError, RecursionError, ValueError, MemoryError):
+        return None
+    return walk(tree, interest_of(text, first_line, aliases))
+
+
+def _merge(semantic: Semantic, facts: Facts) -> None:
+    semantic.names.bindings.update(facts.names.bindings)
+    for name, value in facts.constants.items():
+        if name in semantic.constants:
+            semantic.ambiguous.add(name)
+        semantic.constants[name] = value
+    semantic.ambiguous |= facts.ambiguous
+    semantic.functions.extend(facts.functions)
+    for node in facts.classes:
+        semantic.classes.setdefault(node.name, node)
+    semantic.calls.extend(facts.calls)
+    semantic.assigns.extend(facts.assigns)
+
+
+_TOP_LEVEL = re.compile(r"^(?:(@)|(?:async[ \t]+def|def|class)\b)", re.M)
+
+
+def split_chunks(source: str) -> list[tuple[int, str]]:
+    """Cut a module before each top-level `def`/`class` (with its decorators): (first line, text) pairs.
+
+    A cut inside a string or brackets yields a chunk that does not parse, and `collect` then falls
+    back to parsing the whole file, so a wrong cut costs time, never correctness.
+    """
+    if "\r" in source:
+        return [(1, source)]  # old Mac line endings: keep line counting simple
+    starts = [0]
+    decorated = False
+    for match in _TOP_LEVEL.finditer(source):
+        if not decorated and match.start() > 0:
+            starts.append(match.start())
+        decorated = match.group(1) is not None
+    chunks = []
+    line = 1
+    for begin, end in zip(starts, [*starts[1:], len(source)], strict=True):
+        chunks.append((line, source[begin:end]))
+        line += source.count("\n", begin, end)
+    return chunks
+
+
 class _Collector:
-    def __init__(self, semantic: Semantic, interest: Interest) -> None:
-        self.semantic = semantic
+    def __init__(self, facts: Facts, interest: Interest) -> None:
+        self.semantic = facts
         self.interest = interest
 
     def body(self, statements: Sequence[ast.stmt], frame: Frame, module: bool = False) -> None:
@@ -48,7 +137,7 @@ class _Collector:
             # A nested body runs when called, not where it is defined: loops, branches and `with` reset.
             self.body(node.body, Frame(functions=(*frame.functions, node), class_=frame.class_))
         elif isinstance(node, ast.ClassDef):
-            semantic.classes.setdefault(node.name, node)
+            semantic.classes.append(node)
             self.body(node.body, Frame(class_=node))
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             self.expressions([node.target, node.iter], frame)

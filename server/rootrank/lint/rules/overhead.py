@@ -84,9 +84,8 @@ def _cheap(semantic: Semantic, block: ast.expr, frame: Frame) -> str | None:
         return f"`{qualified.rsplit('.', 1)[-1]}`"
     spelled = dotted(block)
     if spelled and spelled.startswith("self.") and frame.class_ is not None:
-        for assign in semantic.assigns:
-            if assign.frame.class_ is frame.class_ and any(dotted(t) == spelled for t in assign.targets) \
-                    and isinstance(assign.value, ast.Call):
+        for assign in semantic.assigned(spelled):
+            if assign.frame.class_ is frame.class_ and isinstance(assign.value, ast.Call):
                 layer = semantic.qualified(assign.value.func) or ""
                 if layer.startswith("torch.nn.") and layer.rsplit(".", 1)[-1] in CHEAP_MODULES:
                     return f"a `{layer.rsplit('.', 1)[-1]}` layer"

@@ -78,9 +78,7 @@ def _count(semantic: Semantic, site: CheckpointSite, blocks: ast.expr) -> int | 
     spelled = dotted(blocks)
     if spelled is None:
         return None
-    for assign in semantic.assigns:
-        if not any(dotted(t) == spelled for t in assign.targets):
-            continue
+    for assign in semantic.assigned(spelled):
         if site.frame.class_ is not None and assign.frame.class_ is not site.frame.class_:
             continue
         for node in ast.walk(assign.value):
@@ -178,8 +176,7 @@ def _sliced(semantic: Semantic, site: CheckpointSite, loop: ast.For | ast.AsyncF
 
 
 def _check_fn(semantic: Semantic) -> Iterator[Violation]:
-    built = {name for name in semantic.classes if any(
-        isinstance(s.node.func, ast.Name) and s.node.func.id == name for s in semantic.calls)}
+    built = semantic.built_classes()
     for site in semantic.calls_to(APPLY_ACTIVATION_CHECKPOINTING):
         check = keyword(site.node, "check_fn")
         if check is None or not isinstance(check.value, ast.Lambda):
