@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,43 @@ def test_parameter_defaults_are_followed() -> None:
     source = ("import torch\nfrom torch.utils.checkpoint import checkpoint\n"
               "@torch.compile\ndef forward(x, mode=True):\n    return checkpoint(f, x, use_reentrant=mode)\n")
     assert [f.rule for f in check_source(source, "a.py")] == ["checkpoint.reentrant-compile"]
+
+
+def _whole_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rootrank.lint import walker
+
+    monkeypatch.setattr(walker, "split_chunks", lambda source: [(1, source)])
+
+
+@pytest.mark.parametrize("case", sorted(p for p in (Path(__file__).parent / "check").glob("*/*.py")
+                                        if ".fixed" not in p.suffixes), ids=lambda p: p.name)
+def test_chunked_walk_equals_whole_file_walk(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = case.read_text(encoding="utf-8")
+    chunked = check_source(source, case.name)
+    _whole_file(monkeypatch)
+    assert check_source(source, case.name) == chunked
+
+
+def test_a_cut_inside_a_string_falls_back_to_the_whole_file() -> None:
+    source = ('from torch.utils.checkpoint import checkpoint\nDOC = """\ndef not_code(:\n"""\n\n'
+              "def f(x):\n    return checkpoint(g, x)\n")
+    assert [(f.rule, f.line) for f in check_source(source, "a.py")] == [(RULE, 7)]
+
+
+def test_syntax_error_in_one_chunk_is_reported_at_its_line() -> None:
+    source = "from torch.utils.checkpoint import checkpoint\n\n\ndef f(x):\n    return checkpoint(g, x)\n\n\n" \
+             "def broken(:\n    pass\n"
+    assert [(f.rule, f.line) for f in check_source(source, "a.py")] == [(SYNTAX_ERROR, 8)]
+
+
+def test_a_keystroke_reuses_the_other_chunks() -> None:
+    from rootrank.lint import walker
+
+    body = "".join(f"\n\ndef f{i}(x):\n    return checkpoint(g, x, use_reentrant=False)\n" for i in range(50))
+    source = "from torch.utils.checkpoint import checkpoint\n" + body
+    check_source(source, "a.py")
+    before = walker._chunk_facts.cache_info()
+    edited = source.replace("def f7(x):", "def f7(x, y):")
+    assert check_source(edited, "a.py") == []
+    after = walker._chunk_facts.cache_info()
+    assert after.misses - before.misses == 1
