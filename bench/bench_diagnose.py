@@ -10,7 +10,7 @@ watchdog cascade on the other 1023), in the same run and after warming the page 
 * `LC_ALL=C grep -E -c -f <patterns>`: the library's own regexes converted to POSIX ERE (GNU `\\b`,
   `\\w`, `\\s` kept; lookarounds, backreferences and the like skipped and counted);
 * `LC_ALL=C grep -F -c -f <literals>`: the library's prefilter literals, a fixed-string baseline;
-* `rg --no-unicode -c -f <patterns>` when ripgrep is installed;
+* `rg --no-unicode -c -f <patterns>` when ripgrep is installed (same regexes, Rust-regex class syntax);
 * `rootrank diagnose --format json <file>`: wall time and peak RSS (from wait4's rusage of that child).
 
 It checks the planted rank is the JSON root_cause.rank, and that the diagnosis (rule, rank) equals the
@@ -66,7 +66,7 @@ def _lit(c: str, icase: bool) -> str:
     return c
 
 
-def _class(pat: str, i: int, icase: bool) -> tuple[str, int]:
+def _class(pat: str, i: int, icase: bool, rust: bool = False) -> tuple[str, int]:
     """Translate the bracket expression starting at pat[i] == '['; returns (ERE, index after ']')."""
     i += 1
     neg = False
@@ -133,6 +133,14 @@ def _class(pat: str, i: int, icase: bool) -> tuple[str, int]:
         for c in list(chars):
             if c.isalpha():
                 chars.add(c.swapcase())
+    if rust:  # Rust regex (ripgrep): escapes work in classes, and [ ] & - ~ ^ must be escaped
+        def esc(c: str) -> str:
+            return "\\" + c if c in "[]\\^-&~" else c
+        body = "".join(names)
+        body += "".join(f"{esc(lo)}-{esc(hi)}" for lo, hi in ranges) + "".join(esc(c) for c in sorted(chars))
+        if not body:
+            raise Unsupported("empty class")
+        return "[" + ("^" if neg else "") + body + "]", i
     body = ""
     if "]" in chars:
         body += "]"
@@ -151,7 +159,8 @@ def _class(pat: str, i: int, icase: bool) -> tuple[str, int]:
     return "[" + ("^" if neg else "") + body + "]", i
 
 
-def python_to_ere(pat: str, icase: bool = False, max_bound: int | None = None, relaxed: list | None = None) -> str:
+def python_to_ere(pat: str, icase: bool = False, max_bound: int | None = None, relaxed: list | None = None,
+                  rust: bool = False) -> str:
     """Translate a Python `re` pattern to a GNU grep -E pattern with the same set of matching lines.
 
     With `max_bound`, a counted repeat whose upper bound exceeds it (`.{1,4000}`) becomes unbounded
@@ -183,7 +192,7 @@ def python_to_ere(pat: str, icase: bool = False, max_bound: int | None = None, r
             else:
                 out.append(_lit(e, icase))
         elif c == "[":
-            cls, i = _class(pat, i, icase)
+            cls, i = _class(pat, i, icase, rust)
             out.append(cls)
         elif c == "(":
             if pat.startswith("(?:", i):
@@ -240,6 +249,7 @@ def build_pattern_files(out_dir: Path, sample: Path, max_bound: int | None) -> d
     rejected = 0
     relaxed_patterns = 0
     exact: list[str] = []
+    rusts: list[str] = []
     differ: list[str] = []
     sample_lines = sample.read_bytes().decode("utf-8", "surrogateescape").split("\n")
     if sample_lines and sample_lines[-1] == "":
@@ -266,9 +276,11 @@ def build_pattern_files(out_dir: Path, sample: Path, max_bound: int | None) -> d
         if want != got:
             differ.append(f"{p.entry_id}: python {want} lines, grep {got} lines: {p.regex.pattern[:80]}")
         eres.append(ere)
+        rusts.append(python_to_ere(p.regex.pattern, icase, max_bound, None, rust=True))
         relaxed_patterns += bool(relaxed)
     (out_dir / "patterns-exact-bounds.ere").write_text("\n".join(exact) + "\n", encoding="utf-8",
                                                         errors="surrogateescape")
+    (out_dir / "patterns.rg").write_text("\n".join(rusts) + "\n", encoding="utf-8", errors="surrogateescape")
     (out_dir / "patterns.ere").write_text("\n".join(eres) + "\n", encoding="utf-8", errors="surrogateescape")
     (out_dir / "literals.txt").write_text("\n".join(sorted(literals)) + "\n", encoding="utf-8")
     return {"library_patterns": len(patterns), "converted": len(eres), "skipped": skipped,
@@ -423,6 +435,13 @@ def markdown(res: dict) -> str:
     L: list[str] = []
     cfg = res["config"]
     pf = res["patterns"]
+    for run in res["sizes"]:
+        g, r = run["tools"].get("grep -E", {}), run["tools"].get("rootrank diagnose", {})
+        if g.get("wall_s") and r.get("wall_s"):
+            L.append(f"**{run['bytes'] / MiB:,.0f} MiB, {cfg['ranks']} ranks: `rootrank diagnose` "
+                     f"{run['bytes'] / MB / r['wall_s']:,.1f} MB/s vs `grep -E` {run['bytes'] / MB / g['wall_s']:,.0f} "
+                     f"MB/s: {fmt_ratio(r['wall_s'] / g['wall_s'])} grep's time, peak RSS {fmt_rss(r['peak_rss_mib'])}.**")
+            L.append("")
     L.append(f"Generated logs: {cfg['ranks']} ranks, prefix `{cfg['prefix']}`, CUDA OOM planted on rank "
              f"{cfg['fail_rank']}, seed {cfg['seed']}; page cache warmed; grep/rg best of {cfg['repeat']}, "
              f"rootrank one run per size.")
@@ -462,6 +481,16 @@ def markdown(res: dict) -> str:
         found = "yes" if t.get("rank") == cfg["fail_rank"] else f"**no** (rank {t.get('rank')})"
         L.append(f"| {label}{run['bytes'] / MiB:,.1f} MiB | `{t.get('rule')}` | {found} | {same} | "
                  f"{t.get('collateral', '-')} |")
+    if res.get("styles"):
+        L.append("")
+        L.append("Launcher prefix styles (a small log per style, 64 ranks, OOM planted on rank "
+                 f"{res['styles'][0]['fail_rank']}; pdsh and none carry no rank on worker lines):")
+        L.append("")
+        L.append("| prefix | root cause | rank found | planted rank found | host |")
+        L.append("|---|---|---:|---|---|")
+        for st in res["styles"]:
+            ok = "yes" if st["rank"] == st["fail_rank"] else "**no**"
+            L.append(f"| `{st['prefix']}` | `{st['rule']}` | {st['rank']} | {ok} | {st['host'] or '-'} |")
     sel = res.get("selection")
     if sel:
         L.append("")
@@ -505,6 +534,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-dir", type=Path, default=HERE / "out")
     ap.add_argument("--regen", action="store_true", help="regenerate logs even if a matching one exists")
     ap.add_argument("--no-rootrank", action="store_true", help="time grep/rg only")
+    ap.add_argument("--no-styles", action="store_true",
+                    help="skip the launcher-prefix matrix (a small 64-rank log per prefix style)")
     ap.add_argument("--max-bound", type=int, default=16,
                     help="counted repeats with a larger upper bound become unbounded in the ERE (default 16)")
     ap.add_argument("--exact-ere", action="store_true",
@@ -553,7 +584,7 @@ def main(argv: list[str] | None = None) -> int:
         tools["grep -F (literals)"] = best_of(args.repeat, ["grep", "-F", "-c", "-f", str(out / "literals.txt"),
                                                             str(path)], env=env_c)
         if rg:
-            tools["rg --no-unicode"] = best_of(args.repeat, [rg, "--no-unicode", "-c", "-f", str(out / "patterns.ere"),
+            tools["rg --no-unicode"] = best_of(args.repeat, [rg, "--no-unicode", "-c", "-f", str(out / "patterns.rg"),
                                                              str(path)], env=env_c)
         else:
             tools["rg --no-unicode"] = {"skipped": "rg not installed"}
@@ -591,6 +622,18 @@ def main(argv: list[str] | None = None) -> int:
         times = [ip["median_s"] or 0.0]
         say(f"selection {nbytes / 1024:.0f} KiB: cli {statistics.median(cli) * 1000:.0f} ms, "
             f"in-process {statistics.median(times) * 1000:.1f} ms")
+
+    if not args.no_rootrank and not args.no_styles:
+        styles = []
+        for style in gen_log.PREFIX_STYLES:
+            ranks, fail = 64, args.fail_rank % 64
+            spath = out / f"style-{style}-r{ranks}-f{fail}-s{args.seed}.log"
+            smeta = ensure_log(spath, 0, ranks, style, fail, args.seed, args.regen)
+            r = diagnose(spath, spath.with_suffix(".json"), args.timeout)
+            styles.append({"prefix": style, "ranks": ranks, "fail_rank": fail, "bytes": smeta["bytes"],
+                           **{k: r.get(k) for k in ("rule", "rank", "host", "collateral", "wall_s", "rc")}})
+            say(f"style {style}: {r.get('rule')} rank {r.get('rank')} host {r.get('host')}")
+        res["styles"] = styles
 
     (out / "bench_diagnose.json").write_text(json.dumps(res, indent=2, default=str))
     md = markdown(res)
