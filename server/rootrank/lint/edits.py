@@ -66,7 +66,7 @@ def call_directly(semantic: Semantic, call: ast.Call) -> Edit | None:
 
 def use_non_reentrant(semantic: Semantic, call: ast.Call, api: str) -> Fix | None:
     """The unsafe fix shared by the reentrant-* rules: switch this call to non-reentrant checkpointing."""
-    if api == "checkpoint_wrapper":
+    if api in ("checkpoint_wrapper", "apply_activation_checkpointing"):
         return None  # the enum needs an import that may not be there; the message says what to write
     if api == "gradient_checkpointing_enable":
         edit = set_keyword(semantic, call, "gradient_checkpointing_kwargs", '{"use_reentrant": False}')

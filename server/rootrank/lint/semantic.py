@@ -219,6 +219,12 @@ class Semantic:
                     reentrant = False if impl.endswith("NO_REENTRANT") else None
             return CheckpointSite(call, site.frame, "checkpoint_wrapper", reentrant, keyword is not None,
                                   keyword if keyword in call.keywords else None, splat)
+        if name == APPLY_ACTIVATION_CHECKPOINTING:
+            wrapper = next((k for k in keywords if k.arg == "checkpoint_wrapper_fn"), None)
+            mode = None if splat else False  # the default wrapper is non-reentrant
+            if wrapper is not None:
+                mode = self._wrapper_mode(wrapper.value)
+            return CheckpointSite(call, site.frame, "apply_activation_checkpointing", mode, True, None, splat)
         if isinstance(call.func, ast.Attribute) and call.func.attr == "gradient_checkpointing_enable":
             keyword = next((k for k in call.keywords if k.arg == "gradient_checkpointing_kwargs"), None)
             if keyword is None:
@@ -228,6 +234,22 @@ class Semantic:
             return CheckpointSite(call, site.frame, "gradient_checkpointing_enable",
                                   self.hf_reentrant(keyword.value, site.frame), True, keyword, splat)
         return None
+
+    def _wrapper_mode(self, wrapper: ast.expr) -> bool | None:
+        """Reentrant or not, for a `checkpoint_wrapper_fn`: the wrapper itself or a partial of it."""
+        presets: tuple[ast.keyword, ...] = ()
+        if isinstance(wrapper, ast.Call) and self.qualified(wrapper.func) == PARTIAL and wrapper.args:
+            target, presets = self.qualified(wrapper.args[0]), tuple(wrapper.keywords)
+        else:
+            spelled = dotted(wrapper)
+            target, presets = self.partials.get(spelled or "", (self.qualified(wrapper), ()))
+        if target != CHECKPOINT_WRAPPER:
+            return None
+        impl = next((k for k in presets if k.arg == "checkpoint_impl"), None)
+        if impl is None:
+            return False
+        name = self.qualified(impl.value) or ""
+        return True if name == REENTRANT_IMPL else (False if name.endswith("NO_REENTRANT") else None)
 
     def hf_reentrant(self, kwargs: ast.expr, frame: Frame) -> bool | None:
         value = self.literal(kwargs, frame)

@@ -43,7 +43,14 @@ def reentrant_compile(semantic: Semantic) -> Iterator[Violation]:
         if site.api == "gradient_checkpointing_enable":
             continue
         region = _region(site, reach)
-        if region:
+        if site.api == "apply_activation_checkpointing":
+            if not _compiled_block(site, reach):
+                continue
+            message = ("reentrant `apply_activation_checkpointing()` on a model that torch.compile compiles: dynamo "
+                       "silently traces the reentrant wrappers as its non-reentrant higher-order op, and a graph "
+                       "break falls back to eager reentrant checkpointing; use the default non-reentrant "
+                       "`checkpoint_wrapper`")
+        elif region:
             message = (f"reentrant `{site.api}()` inside code compiled with torch.compile ({region}): dynamo "
                        "silently traces it as its non-reentrant higher-order op, so `use_reentrant=True` is not "
                        "what runs, and a graph break in the block falls back to eager reentrant checkpointing; "
