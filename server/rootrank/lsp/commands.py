@@ -11,15 +11,13 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from rootrank.lsp import engine
-
-if TYPE_CHECKING:
-    from rootrank.lsp.server import RootrankServer
+from rootrank.lsp.server import RootrankServer  # at run time: pygls reads the handler's annotations
 
 DIAGNOSE = "rootrank.diagnose"
 MAX_FILE_BYTES = 256 * 1024 * 1024

@@ -8,10 +8,12 @@ reports each failing entry once.
 from __future__ import annotations
 
 import functools
+import inspect
+import io
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,36 +80,64 @@ class DiagnosisCancelledError(Exception):
     """Raised inside a worker thread when the client no longer wants the diagnosis."""
 
 
+class _CancellableBytes(io.BytesIO):
+    """The text as a byte stream that stops being readable once `cancel` is set."""
+
+    def __init__(self, data: bytes, cancel: threading.Event | None) -> None:
+        super().__init__(data)
+        self.cancel = cancel
+
+    def _check(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise DiagnosisCancelledError
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        self._check()
+        return super().read(size)
+
+    def read1(self, size: int | None = -1, /) -> bytes:
+        self._check()
+        return super().read1(size)
+
+    def readline(self, size: int | None = -1, /) -> bytes:
+        self._check()
+        return super().readline(size)
+
+    def readinto(self, buffer: Any, /) -> int:
+        self._check()
+        return super().readinto(buffer)
+
+    def __next__(self) -> bytes:
+        self._check()
+        return super().__next__()
+
+
 def diagnose_text(
     text: str,
     source: str = "-",
     cancel: threading.Event | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Diagnosis:
-    """`rootrank.diagnose.diagnose_text`, stoppable between lines and reporting (lines read, total).
+    """`rootrank.diagnose.diagnose_text`, stoppable while it reads and reporting (bytes read, total bytes).
 
-    Feeds the same lines to the same pipeline as diagnose_text does, so the result is identical.
+    With `cancel` or `on_progress` the text goes through the same byte-stream pipeline as diagnose_text,
+    wrapped so that reading stops once `cancel` is set; the result is the same.
     """
     import rootrank.diagnose as diagnose
 
     pipeline_class = getattr(diagnose, "Pipeline", None)
-    if pipeline_class is None or (cancel is None and on_progress is None):
+    if pipeline_class is None or not hasattr(pipeline_class, "feed_stream") or (cancel is None and on_progress is None):
         return diagnose.diagnose_text(text, source=source)
-    lines = text.split("\n")
-    total = len(lines)
-
-    def feed() -> Iterator[str]:
-        for index, line in enumerate(lines):
-            if not index & 0x1FFF:
-                if cancel is not None and cancel.is_set():
-                    raise DiagnosisCancelledError
-                if on_progress is not None:
-                    on_progress(index, total)
-            yield line
-
+    data = text.encode("utf-8", "replace")
+    total = len(data)
+    progress = (lambda done: on_progress(done, total)) if on_progress is not None else None
     pipeline = pipeline_class()
-    pipeline.feed(source, feed())
-    return pipeline.result()
+    options: dict[str, Any] = {}
+    if progress is not None and "on_progress" in inspect.signature(pipeline.feed_stream).parameters:
+        options["on_progress"] = progress
+    pipeline.feed_stream(source, _CancellableBytes(data, cancel), **options)
+    result: Diagnosis = pipeline.result()
+    return result
 
 
 def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:

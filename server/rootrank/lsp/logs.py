@@ -120,7 +120,7 @@ class _Progress:
         if percentage >= self.last + 5:
             self.last = percentage
             self.ls.work_done_progress.report(self.token, types.WorkDoneProgressReport(
-                message=f"{done}/{total} lines", percentage=percentage))
+                message=f"{done // 1024} of {total // 1024} KiB", percentage=percentage))
 
     def end(self, message: str) -> None:
         self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))

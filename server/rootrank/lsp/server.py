@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
@@ -90,8 +90,11 @@ class RootrankServer(LanguageServer):
             self.log(message, level)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        # Into the client's log, not as pop-ups: the failing request already got its error response.
-        self.log(f"rootrank: internal error: {error}", types.MessageType.Error)
+        # Into the client's log, not as pop-ups; a failed request has already had its error response.
+        if source is FeatureRequestError:
+            self.log(f"rootrank: request failed: {error}", types.MessageType.Warning)
+        else:
+            self.log(f"rootrank: internal error: {error}", types.MessageType.Error)
 
     def client_supports(self, *path: str) -> bool:
         """Whether the client declared the capability at `path` (e.g. "window", "work_done_progress")."""
