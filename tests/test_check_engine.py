@@ -162,3 +162,21 @@ def test_a_keystroke_reuses_the_other_chunks() -> None:
     assert check_source(edited, "a.py") == []
     after = walker._chunk_facts.cache_info()
     assert after.misses - before.misses == 1
+
+
+@pytest.mark.parametrize("case", sorted(p for p in (Path(__file__).parent / "check").glob("*/*.py")
+                                        if ".fixed" not in p.suffixes), ids=lambda p: p.name)
+def test_skipping_uninteresting_statements_changes_nothing(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The keyword pre-filter only saves time: walking every statement finds the same things."""
+    from rootrank.lint import walker
+    from rootrank.lint.source import Interest
+
+    source = case.read_text(encoding="utf-8")
+    filtered = check_source(source, case.name)
+    walker._chunk_facts.cache_clear()
+    monkeypatch.setattr(walker, "interest_of",
+                        lambda text, first, aliases: Interest(range(first, first + text.count("\n") + 2)))
+    try:
+        assert check_source(source, case.name) == filtered
+    finally:
+        walker._chunk_facts.cache_clear()

@@ -23,7 +23,7 @@ MENTIONS_CHECKPOINTING = re.compile(r"checkpoint|recompute")
 SUBSTRINGS = (
     "checkpoint", "recompute", "compile", "no_grad", "inference_mode", "set_grad_enabled", "enable_grad",
     "DistributedDataParallel", "find_unused_parameters", "static_graph", "autograd", "backward",
-    "requires_grad", "peft", "lora", "LoRA", "ModuleList", "Sequential", "fully_shard", "FullyShardedDataParallel",
+    "requires_grad", "require_grads", "peft", "lora", "LoRA", "ModuleList", "Sequential", "fully_shard", "FullyShardedDataParallel",
     "TrainingArguments", "Config", "use_cache", "partial", "named_parameters", "register_forward_hook",
 )
 WORDS = (
@@ -34,7 +34,10 @@ WORDS = (
 )
 _KEYWORD_RE = re.compile("|".join(sorted(SUBSTRINGS, key=len, reverse=True))
                          + r"|\b(?:" + "|".join(sorted(WORDS, key=len, reverse=True)) + r")\b")
-_BOUND_NAME = re.compile(r"\bas\s+([A-Za-z_]\w*)|^[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
+# Names that become aliases of something interesting: `import x as NAME`, `NAME = partial(...)` and plain
+# `NAME = some.dotted.name`. Ordinary results (`x = checkpoint(block, x)`) are not aliases.
+_BOUND_NAME = re.compile(r"\bas\s+([A-Za-z_]\w*)"
+                         r"|^[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(?:(?:functools\.)?partial\(|[\w.]+[ \t]*(?:#.*)?$)", re.M)
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
@@ -111,7 +114,17 @@ def _scan(text: str, pattern: re.Pattern[str]) -> tuple[tuple[int, ...], frozens
     locator = Locator(text)
     lines = sorted({locator.line_of(m.start()) for m in pattern.finditer(text)})
     bound = {m.group(1) or m.group(2) for line in lines for m in _BOUND_NAME.finditer(locator.line_text(line))}
+    # `from torch.autograd import grad` binds `grad`, also across the lines of a parenthesised import.
+    for match in _FROM_IMPORT.finditer(text):
+        if pattern.search(match.group(0)):
+            for part in match.group(2).strip("()").split(","):
+                words = part.split()
+                if words:
+                    bound.add(words[-1])
     return tuple(lines), frozenset(bound)
+
+
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
 
 
 def aliases_of(texts: Iterable[str]) -> frozenset[str]:

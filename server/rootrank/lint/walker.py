@@ -172,8 +172,10 @@ class _Collector:
             assignment = isinstance(node, ast.Assign) or (isinstance(node, ast.AnnAssign) and node.value is not None)
             if self.interest.node(node):
                 self.expressions([node], frame)
-            elif not (assignment and isinstance(value := getattr(node, "value", None), ast.Call)
-                      and isinstance(value.func, ast.Name)):
+            elif assignment and isinstance(value := getattr(node, "value", None), ast.Call) \
+                    and isinstance(value.func, ast.Name):
+                self.expressions([value], frame, everything=True)
+            else:
                 return
             # `model = Model()` matters when a later line compiles or wraps `model`, so constructor
             # assignments are kept even on lines that mention nothing of interest.
@@ -181,10 +183,10 @@ class _Collector:
                 targets = tuple(node.targets) if isinstance(node, ast.Assign) else (node.target,)  # type: ignore[attr-defined]
                 semantic.assigns.append(AssignSite(targets, node.value, frame))  # type: ignore[attr-defined]
 
-    def expressions(self, nodes: Iterable[ast.AST | None], frame: Frame) -> None:
+    def expressions(self, nodes: Iterable[ast.AST | None], frame: Frame, everything: bool = False) -> None:
         calls = self.semantic.calls
         for root in nodes:
-            if root is None or not self.interest.node(root):
+            if root is None or not (everything or self.interest.node(root)):
                 continue
             for node in ast.walk(root):
                 if isinstance(node, ast.Call):
