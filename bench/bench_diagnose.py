@@ -453,19 +453,20 @@ def markdown(res: dict) -> str:
              f"{{{pf['max_bound']}}} were made unbounded (`.{{0,3000}}` → `.{{0,}}`; GNU grep unrolls counted repeats "
              f"into its DFA, see `--exact-ere`); {pf['literals']} prefilter literals for `grep -F`.")
     L.append("")
-    L.append("| log | tool | wall | MB/s | time vs grep -E | peak RSS |")
-    L.append("|---|---|---:|---:|---:|---:|")
+    L.append("| log | tool | wall | MB/s | time vs grep -E | peak RSS | lines matched |")
+    L.append("|---|---|---:|---:|---:|---:|---:|")
     for run in res["sizes"]:
         size = f"{run['bytes'] / MiB:,.0f} MiB"
         base = run["tools"].get("grep -E", {}).get("wall_s")
         for name, t in run["tools"].items():
             if t.get("skipped"):
-                L.append(f"| {size} | {name} | - | - | - | {t['skipped']} |")
+                L.append(f"| {size} | {name} | - | - | - | - | {t['skipped']} |")
                 continue
             ratio = t["wall_s"] / base if base else None
             note = " (timed out)" if t.get("timed_out") else ""
             L.append(f"| {size} | {name}{note} | {t['wall_s']:.2f} s | {run['bytes'] / MB / t['wall_s']:,.1f} | "
-                     f"{fmt_ratio(ratio)} | {fmt_rss(t['peak_rss_mib'])} |")
+                     f"{fmt_ratio(ratio)} | {fmt_rss(t['peak_rss_mib'])} | "
+                     f"{t.get('first_line') if name.startswith(('grep', 'rg')) else '-'} |")
     L.append("")
     L.append("| log | root cause found | planted rank found | same as small log | collateral ranks |")
     L.append("|---|---|---|---|---:|")

@@ -8,9 +8,12 @@ warnings, the torch.utils.checkpoint use_reentrant UserWarning + `  warnings.war
 steps until the size target (every rank logs a status line per step; rank 0 also rewrites a tqdm
 bar with `\\r`, prints an HF-style loss dict and an ANSI-coloured loguru line; glog-stamped c10d
 warnings here and there), and at the very end the planted failure: a CUDA OOM traceback on
-`--fail-rank`, then the collateral cascade (NCCL watchdog timeouts with their C++ stacks on every
-other rank, the launcher's SIGTERMs, `failed (exitcode: ...)` lines and the elastic ChildFailedError
-tables; srun/mpirun styles end with those launchers' own reports instead).
+`--fail-rank`, then the collateral cascade in time order: its node's torchrun agent SIGTERMs the
+node-mates (`Sending process P closing signal SIGTERM`, `failed (exitcode: 1) local_rank: K (pid: P)`,
+the elastic ChildFailedError table); ten minutes later the NCCL watchdog timeout, with its C++ stack
+and `terminate called ...`, on every rank of the other nodes, and their agents' reports (exitcode -6).
+srun/mpirun styles (every rank a task, no agent) time out on every other rank and end with those
+launchers' own reports instead.
 
 Speed: a few step templates are formatted once (with markers for step number and clock) and then
 replayed with `bytes.join`, so the writer streams at hundreds of MB/s in constant memory. The same
@@ -32,6 +35,7 @@ PREFIX_STYLES = ("rank", "default", "srun", "mpirun", "pdsh", "none")
 RANKS_PER_HOST = 8
 START = dt.datetime(2026, 11, 29, 21, 3, 7, 114000)
 STEP_SECONDS = 1.37
+TOTAL_STEPS = 250000  # what the progress bar says the run would have taken
 NCCL_TIMEOUT_MS = 600000
 SITE = "/opt/conda/lib/python3.11/site-packages"
 BINARY = "/opt/conda/bin/python3.11"
@@ -185,11 +189,11 @@ def step_lines(style: Style, ranks: int, k: int, rng: random.Random, variant: in
     p0 = style.worker(0)
     # rank 0: a tqdm bar rewritten with \r four times on one physical line, then an HF loss dict.
     bar = []
-    for j in range(4):
-        frac = (j + 1) / 4
-        filled = int(frac * 30)
-        bar.append(f"\r{int(frac * 100):3d}%|{'█' * filled}{' ' * (30 - filled)}| {S}/{total_steps} "
-                   f"[1:{(j * 7) % 60:02d}:{(j * 13) % 60:02d}<41:12:0{j}, {1.3 + 0.01 * j:.2f}s/it]")
+    pct = 3 + variant  # the bar advances a little from one replayed template to the next
+    filled = pct * 30 // 100
+    for j in range(4):  # four refreshes of the same iteration, with a changing rate
+        bar.append(f"\r{pct:3d}%|{'█' * filled}{' ' * (30 - filled)}| {S}/{total_steps} "
+                   f"[{1 + variant}:{(j * 7) % 60:02d}:{(j * 13) % 60:02d}<41:12:0{j}, {1.3 + 0.01 * j:.2f}s/it]")
     lines.append(p0 + "".join(bar))
     loss = 2.9 * (0.97 ** (variant + 1)) + rng.random() * 0.05
     lines.append(p0 + "{'loss': %.4f, 'grad_norm': %r, 'learning_rate': %r, 'epoch': 0.%d}"
@@ -347,23 +351,60 @@ def elastic_table(node: int, members: list[tuple[int, int, int, int]], root: tup
     return lines
 
 
+def agent_report(style: Style, ranks: int, node: int, first: int, code: int, when: dt.datetime,
+                 pids: list[int]) -> list[str]:
+    """One node's torchrun agent after its first worker failed: SIGTERMs, `failed (...)`, the table."""
+    a = style.agent(node)
+    apid = agent_pid(node)
+    members = list(range(node * RANKS_PER_HOST, min(ranks, (node + 1) * RANKS_PER_HOST)))
+    out: list[str] = []
+    g = glog_stamp(when + dt.timedelta(milliseconds=12))
+    for r in members:
+        if r != first:
+            out.append(f"{a}W{g} {apid} {SITE}/torch/distributed/elastic/multiprocessing/api.py:897] Sending "
+                       f"process {pids[r]} closing signal SIGTERM")
+    g = glog_stamp(when + dt.timedelta(milliseconds=941))
+    out.append(f"{a}E{g} {apid} {SITE}/torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: "
+               f"{code}) local_rank: {first % RANKS_PER_HOST} (pid: {pids[first]}) of binary: {BINARY}")
+    table_members = [(r, r % RANKS_PER_HOST, code if r == first else -15, pids[r]) for r in members]
+    root = (first, first % RANKS_PER_HOST, code, pids[first])
+    out += [a + line for line in elastic_table(node, table_members, root, when + dt.timedelta(seconds=1))]
+    return out
+
+
 def tail(style: Style, ranks: int, fail_rank: int, last_step: int, rng: random.Random, pids: list[int]) -> list[str]:
+    """The planted failure and its cascade, in time order.
+
+    torchrun styles (one agent per 8-rank node): the OOM traceback; at once the failing node's agent
+    SIGTERMs the node-mates and prints its ChildFailedError table (root cause: the OOM rank, exitcode 1);
+    ten minutes later the NCCL watchdog fires on every rank of the other nodes (they wait in the next
+    all-reduce), aborting them (SIGABRT), and each of those agents reports its first failure (exitcode -6).
+    srun/mpirun styles (every rank a task, no agent): every other rank times out, then the launcher reports.
+    """
     out: list[str] = []
     t_fail = START + dt.timedelta(seconds=(last_step + 1) * STEP_SECONDS + 0.4)
     p = style.worker(fail_rank)
     out += [p + line for line in oom_traceback(fail_rank)]
-    # every other rank waits in the next all-reduce until the NCCL watchdog fires
+    nodes = (ranks + RANKS_PER_HOST - 1) // RANKS_PER_HOST
+    fail_node = fail_rank // RANKS_PER_HOST
+    agents = style.name not in ("srun", "mpirun")
+    if agents:
+        out += agent_report(style, ranks, fail_node, fail_rank, 1, t_fail, pids)
+        waiting = [r for r in range(ranks) if r // RANKS_PER_HOST != fail_node]
+    else:
+        waiting = [r for r in range(ranks) if r != fail_rank]
     seq = 8 * last_step + 3
     numel = 220084533
-    others = [r for r in range(ranks) if r != fail_rank]
-    rng.shuffle(others)
+    rng.shuffle(waiting)
     t_wd = t_fail + dt.timedelta(milliseconds=NCCL_TIMEOUT_MS + 58)
-    for i, r in enumerate(others):
+    first_abort: dict[int, int] = {}
+    for i, r in enumerate(waiting):
+        first_abort.setdefault(r // RANKS_PER_HOST, r)
         t = t_wd + dt.timedelta(microseconds=3100 * i + rng.randrange(3000))
         pr, pg = style.worker(r), style.glued(r)
-        out += [(pg if line.startswith("[E") else pr) + line for line in watchdog_lines(r, seq, numel, t, NCCL_TIMEOUT_MS + 58 + rng.randrange(40))]
+        out += [(pg if line.startswith("[E") else pr) + line
+                for line in watchdog_lines(r, seq, numel, t, NCCL_TIMEOUT_MS + 58 + rng.randrange(40))]
     t_end = t_wd + dt.timedelta(seconds=4)
-    nodes = (ranks + RANKS_PER_HOST - 1) // RANKS_PER_HOST
     if style.name == "srun":
         out += [f"srun: error: {host_of(fail_rank)}: task {fail_rank}: Exited with exit code 1",
                 "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
@@ -386,31 +427,9 @@ def tail(style: Style, ranks: int, fail_rank: int, last_step: int, rng: random.R
                 "  Exit code:    1",
                 "-" * 74]
         return out
-    # torchrun, one elastic agent per node: SIGTERMs, the first failure, the ChildFailedError table
-    fail_node = fail_rank // RANKS_PER_HOST
-    order = [fail_node] + [n for n in range(nodes) if n != fail_node]
-    for node in order:
-        a = style.agent(node)
-        apid = agent_pid(node)
-        members = list(range(node * RANKS_PER_HOST, min(ranks, (node + 1) * RANKS_PER_HOST)))
-        when = t_fail if node == fail_node else t_end
-        if node == fail_node:
-            first = fail_rank
-            code = 1
-        else:
-            first = members[0]
-            code = -6
-        g = glog_stamp(when + dt.timedelta(milliseconds=12))
-        for r in members:
-            if r != first:
-                out.append(f"{a}W{g} {apid} {SITE}/torch/distributed/elastic/multiprocessing/api.py:897] Sending "
-                           f"process {pids[r]} closing signal SIGTERM")
-        g = glog_stamp(when + dt.timedelta(milliseconds=941))
-        out.append(f"{a}E{g} {apid} {SITE}/torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: "
-                   f"{code}) local_rank: {first % RANKS_PER_HOST} (pid: {pids[first]}) of binary: {BINARY}")
-        table_members = [(r, r % RANKS_PER_HOST, code if r == first else -15, pids[r]) for r in members]
-        root = (first, first % RANKS_PER_HOST, code, pids[first])
-        out += [a + line for line in elastic_table(node, table_members, root, when)]
+    for node in range(nodes):
+        if node != fail_node:
+            out += agent_report(style, ranks, node, first_abort[node], -6, t_end, pids)
     return out
 
 
@@ -423,8 +442,7 @@ def generate(out, size: int, ranks: int, style_name: str, fail_rank: int, seed: 
     style = Style(style_name)
     pids = [20000 + 97 * (r // RANKS_PER_HOST) + 3 * (r % RANKS_PER_HOST) + 1 for r in range(ranks)]
     head = ("\n".join(header(style, ranks, rng, pids)) + "\n").encode("utf-8")
-    total_guess = 10_000_000
-    templates = build_templates(style, ranks, random.Random(seed + 1), total_guess)
+    templates = build_templates(style, ranks, random.Random(seed + 1), TOTAL_STEPS)
     per_template = sum(len(t.render(0)) for t in templates) / len(templates)
     body_budget = max(0, size - len(head))
     # the tail is generated up front (its size depends only on the rank count) so the total can match --size

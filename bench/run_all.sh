@@ -28,6 +28,7 @@ if [[ "${KEEP_DATA:-0}" == 1 ]]; then
     REGEN=()
 fi
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 status=0
 echo "== bench_diagnose.py ${DIAG_ARGS[*]}" >&2
 if ! "$PY" bench/bench_diagnose.py "${REGEN[@]}" "${DIAG_ARGS[@]}" > "$OUT/bench_diagnose.stdout"; then
@@ -64,7 +65,10 @@ now=$(date -u '+%Y-%m-%d %H:%M UTC')
     echo "Written by \`bench/run_all.sh ${DIAG_ARGS[*]}\` on $now at commit \`$commit\`; do not edit by hand."
     echo "How to run them: [bench/README.md](bench/README.md). Timings are machine-dependent: read the ratios."
     echo
-    echo "Machine: $(nproc) CPUs ($cpu), ${mem_gib} GiB RAM, $(uname -sr), Python $pyver, $grepver, $rgver."
+    echo "Machine: $(nproc) CPUs ($cpu), ${mem_gib} GiB RAM, $(uname -sr), Python $pyver, $grepver, $rgver;"
+    echo "load average (1, 5, 15 min) before the run: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)."
+    echo "A load above the CPU count means other work shared the machine: the grep figures (tenths of a"
+    echo "second at 20 MiB) suffer most; rerun with \`--size 200MiB\` or on an idle machine for stable ratios."
     echo
     echo "## \`rootrank diagnose\` on a large multi-rank log, against grep"
     echo
