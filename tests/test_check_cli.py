@@ -109,3 +109,15 @@ def test_directories_walk_configs_and_skip_venvs(tmp_path: Path, capsys: pytest.
     column = launch.index("--recompute-num-layers") + 1
     assert f"launch.sh:1:{column}: checkpoint.partial-coverage checkpointing covers 2 of 8 layers" in out
     assert ".venv" not in out and "notes.txt" not in out
+
+
+def test_accelerate_config_and_script_checkpointing_twice(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "accelerate.yaml").write_text("distributed_type: FSDP\nfsdp_config:\n"
+                                              "  fsdp_activation_checkpointing: true\n")
+    (tmp_path / "train.py").write_text("model.gradient_checkpointing_enable(\n"
+                                       "    gradient_checkpointing_kwargs={'use_reentrant': False})\n")
+    assert run(str(tmp_path / "accelerate.yaml")) == cli.EXIT_OK  # alone, nothing to say
+    assert run(str(tmp_path)) == cli.EXIT_FOUND
+    out = capsys.readouterr().out
+    assert "accelerate.yaml:3:3: checkpoint.fsdp-double-checkpoint" in out
+    assert "train.py:1 also turns on transformers' gradient checkpointing" in out

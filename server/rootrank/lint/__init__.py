@@ -17,7 +17,7 @@ from rootrank.lint.source import MENTIONS_CHECKPOINTING, Locator
 from rootrank.lint.walker import collect, run_rules
 from rootrank.model import Finding, Severity
 
-__all__ = ["SYNTAX_ERROR", "CheckOptions", "check_source", "is_config", "severity_of"]
+__all__ = ["SYNTAX_ERROR", "CheckOptions", "check_source", "filter_findings", "is_config", "severity_of"]
 
 LOG = logging.getLogger(__name__)
 
@@ -36,12 +36,21 @@ def check_source(source: str, path: str, options: CheckOptions | None = None) ->
     if not MENTIONS_CHECKPOINTING.search(source):
         return []
     locator = Locator(source)
-    if is_config(path):
-        from rootrank.lint.configs import check_config
+    try:
+        if is_config(path):
+            from rootrank.lint.configs import check_config
 
-        findings = check_config(source, path, locator)
-    else:
-        findings = _check_python(source, path, locator, options)
+            findings = check_config(source, path, locator)
+        else:
+            findings = _check_python(source, path, locator, options)
+    except Exception:  # a bug of ours must not take the editor or the CLI down with it
+        LOG.exception("rootrank: checking %s failed; no findings for it", path)
+        return []
+    return filter_findings(findings, locator, options)
+
+
+def filter_findings(findings: list[Finding], locator: Locator, options: CheckOptions) -> list[Finding]:
+    """Apply select/ignore and `# noqa` to one file's findings, and sort them."""
     findings = [f for f in findings if f.rule == SYNTAX_ERROR or options.enabled(f.rule)]
     if options.noqa:
         findings = [f for f in findings if not _silenced(f, locator)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ from rootrank.lint.fixes import apply_fixes
 from rootrank.lint.options import matches
 from rootrank.model import Finding, Fix, plain
 
+LOG = logging.getLogger(__name__)
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 SCHEMA = "rootrank.check/1"
 SUFFIXES = (".py", *CONFIG_SUFFIXES)
@@ -59,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     unsafe = bool(getattr(args, "unsafe_fixes", False))
     fix = bool(getattr(args, "fix", False)) or unsafe
     results = Results()
+    sources: dict[str, str] = {}
     try:
         paths = list(discover(args.paths or ["."]))
     except InputError as error:
@@ -74,7 +77,11 @@ def run(args: argparse.Namespace) -> int:
         except InputError as error:
             results.errors.append(str(error))
             continue
+        sources[name] = source
         results.findings.extend(check_source(source, name, options))
+    results.findings.extend(_cross_file(sources, options))
+    order = {name: i for i, name in enumerate(sources)}
+    results.findings.sort(key=lambda f: (order.get(f.path, len(order)), f.line, f.column, f.rule))
     formatter = FORMATS[args.output_format]
     output = formatter(results)
     if output:
@@ -86,6 +93,20 @@ def run(args: argparse.Namespace) -> int:
     if results.errors:
         return EXIT_ERROR
     return EXIT_FOUND if results.findings else EXIT_OK
+
+
+def _cross_file(sources: dict[str, str], options: CheckOptions) -> list[Finding]:
+    """Findings that need two files of the run at once (an Accelerate config and the training script)."""
+    from rootrank.lint import filter_findings
+    from rootrank.lint.configs import cross_file
+    from rootrank.lint.source import Locator
+
+    try:
+        found = cross_file(sources)
+    except Exception:  # as for single files: a bug of ours is logged, not raised
+        LOG.exception("rootrank: the cross-file check failed")
+        return []
+    return [f for f in found if filter_findings([f], Locator(sources[f.path]), options)]
 
 
 def _ids(values: list[str]) -> tuple[str, ...]:

@@ -268,3 +268,35 @@ def _value(flags: dict[str, tuple[str, int]], flag: str, variables: dict[str, st
 
 def _number(value: str | None) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
+
+
+# ---------------------------------------------------------------------- across the files of one run
+
+_HF_CHECKPOINTING = re.compile(r"gradient_checkpointing_enable\s*\(|gradient_checkpointing\s*=\s*True")
+
+
+def cross_file(sources: dict[str, str]) -> list[Finding]:
+    """An Accelerate config with FSDP activation checkpointing, and Python in the same run that also
+    turns on transformers' gradient checkpointing: every block is checkpointed twice."""
+    python = [(path, _HF_CHECKPOINTING.search(text), text) for path, text in sources.items() if path.endswith(".py")]
+    enabling = [(path, match, text) for path, match, text in python if match is not None]
+    if not enabling:
+        return []
+    path_py, match, text_py = enabling[0]
+    line_py = text_py.count("\n", 0, match.start()) + 1 if match else 1
+    findings = []
+    for path, text in sources.items():
+        if not path.lower().endswith((".yaml", ".yml")) or "fsdp_activation_checkpointing" not in text:
+            continue
+        try:
+            config = _Config(path, text, Locator(text))
+        except (ValueError, yaml.YAMLError, RecursionError):
+            continue
+        fsdp = config.data.get("fsdp_config") if isinstance(config.data, dict) else None
+        if isinstance(fsdp, dict) and fsdp.get("fsdp_activation_checkpointing") is True \
+                and config.data.get("gradient_checkpointing") is not True:
+            findings.append(config.finding(DOUBLE, config.key(fsdp, "fsdp_activation_checkpointing"), (
+                f"`fsdp_activation_checkpointing: true` while {path_py}:{line_py} also turns on transformers' "
+                "gradient checkpointing: every block is checkpointed twice and recomputed twice in backward; "
+                "keep only FSDP's")))
+    return findings

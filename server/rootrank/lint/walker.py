@@ -1,9 +1,10 @@
 """The single pass over a parsed file, and rule dispatch with isolation.
 
-`collect` visits every statement once, keeping the context (functions, class, `with` items, loops,
-branches) in a `Frame`; it walks the expressions only of statements that mention checkpoint-related
-names, which keeps the pass cheap on large files. `run_rules` then hands the `Semantic` to each selected
-rule; a rule that raises is logged and skipped, and the others still run.
+`collect` cuts the module into top-level chunks (before each `def`/`class`), parses and walks each one
+once and caches what it found, so a keystroke re-parses only the chunk it touched. The walk visits every
+statement, keeping the context (functions, class, `with` items, loops, branches) in a `Frame`, and walks
+the expressions only of statements that mention checkpoint-related names. `run_rules` then hands the
+merged `Semantic` to each selected rule; a rule that raises is logged and skipped, the others still run.
 """
 
 from __future__ import annotations
