@@ -223,10 +223,20 @@ class _ClientLogHandler(logging.Handler):
             return  # the server reports its own problems itself
         try:
             level = types.MessageType.Error if record.levelno >= logging.ERROR else types.MessageType.Warning
-            # once per distinct message: a crashing rule would otherwise repeat on every keystroke
-            self.server.log_once(f"{record.name}:{record.getMessage()}", f"rootrank: {self.format(record)}", level)
+            message = self.format(record)
+            if not message.startswith("rootrank"):
+                message = f"rootrank: {message}"
+            self.server.log_once(self.key(record), message, level)
         except Exception:
             self.handleError(record)
+
+    @staticmethod
+    def key(record: logging.LogRecord) -> str:
+        """Once per problem, not per file: a crashing rule would otherwise repeat on every keystroke."""
+        args = record.args if isinstance(record.args, tuple) else ()
+        kept = [str(a) for a in args if not (isinstance(a, str) and ("/" in a or "\\" in a))]
+        error = repr(record.exc_info[1]) if record.exc_info else ""
+        return "|".join([record.name, str(record.msg), *kept, error])
 
 
 def _watch_parent(pid: int) -> None:
@@ -267,7 +277,7 @@ def create_server() -> RootrankServer:
         ls.loop = asyncio.get_running_loop()
         ls.apply_settings(params.initialization_options)
         handler = _ClientLogHandler(ls)
-        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter("%(message)s"))
         logging.getLogger("rootrank").addHandler(handler)
         if params.process_id and params.process_id != os.getpid():
             _watch_parent(params.process_id)
