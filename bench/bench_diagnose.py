@@ -48,7 +48,7 @@ MiB = 2**20
 # ------------------------------------------------------------------------------ Python regex -> ERE
 
 
-class Unsupported(Exception):
+class UnsupportedError(Exception):
     pass
 
 
@@ -62,7 +62,7 @@ def _lit(c: str, icase: bool) -> str:
     if icase and c.isalpha() and c.lower() != c.upper():
         return f"[{c.lower()}{c.upper()}]"
     if c == "\n":
-        raise Unsupported("newline")
+        raise UnsupportedError("newline")
     return c
 
 
@@ -78,14 +78,14 @@ def _class(pat: str, i: int, icase: bool, rust: bool = False) -> tuple[str, int]
     first = True
     while True:
         if i >= len(pat):
-            raise Unsupported("unterminated class")
+            raise UnsupportedError("unterminated class")
         c = pat[i]
         if c == "]" and not first:
             i += 1
             break
         first = False
         if c == "[" and pat[i + 1:i + 2] in (":", ".", "="):
-            raise Unsupported("POSIX class syntax inside a Python class")
+            raise UnsupportedError("POSIX class syntax inside a Python class")
         if c == "\\":
             e = pat[i + 1]
             i += 2
@@ -100,15 +100,15 @@ def _class(pat: str, i: int, icase: bool, rust: bool = False) -> tuple[str, int]
                 names.append("[:space:]")
                 continue
             if e in "DWSbB":
-                raise Unsupported(f"\\{e} inside a class")
+                raise UnsupportedError(f"\\{e} inside a class")
             if e == "t":
                 atom = "\t"
             elif e == "n":
-                raise Unsupported("newline")
+                raise UnsupportedError("newline")
             elif e == "x":
                 atom, i = chr(int(pat[i:i + 2], 16)), i + 2
             elif e.isalnum():
-                raise Unsupported(f"\\{e} inside a class")
+                raise UnsupportedError(f"\\{e} inside a class")
             else:
                 atom = e
         else:
@@ -121,7 +121,7 @@ def _class(pat: str, i: int, icase: bool, rust: bool = False) -> tuple[str, int]
             if hi == "\\":
                 hi, j = pat[i + 2], i + 3
                 if hi.isalnum():
-                    raise Unsupported("escape as a range end")
+                    raise UnsupportedError("escape as a range end")
             ranges.append((atom, hi))
             i = j
         else:
@@ -139,7 +139,7 @@ def _class(pat: str, i: int, icase: bool, rust: bool = False) -> tuple[str, int]
         body = "".join(names)
         body += "".join(f"{esc(lo)}-{esc(hi)}" for lo, hi in ranges) + "".join(esc(c) for c in sorted(chars))
         if not body:
-            raise Unsupported("empty class")
+            raise UnsupportedError("empty class")
         return "[" + ("^" if neg else "") + body + "]", i
     body = ""
     if "]" in chars:
@@ -150,12 +150,12 @@ def _class(pat: str, i: int, icase: bool, rust: bool = False) -> tuple[str, int]
     body += "".join(rest)
     if "^" in chars:
         if not body:
-            raise Unsupported("class of only ^")
+            raise UnsupportedError("class of only ^")
         body += "^"
     if "-" in chars:
         body += "-"
     if not body:
-        raise Unsupported("empty class")
+        raise UnsupportedError("empty class")
     return "[" + ("^" if neg else "") + body + "]", i
 
 
@@ -175,7 +175,7 @@ def python_to_ere(pat: str, icase: bool = False, max_bound: int | None = None, r
         c = pat[i]
         if c == "\\":
             if i + 1 >= n:
-                raise Unsupported("trailing backslash")
+                raise UnsupportedError("trailing backslash")
             e = pat[i + 1]
             i += 2
             simple = {"d": "[0-9]", "D": "[^0-9]", "w": "[[:alnum:]_]", "W": "[^[:alnum:]_]", "s": "[[:space:]]",
@@ -186,9 +186,9 @@ def python_to_ere(pat: str, icase: bool = False, max_bound: int | None = None, r
                 out.append(_lit(chr(int(pat[i:i + 2], 16)), icase))
                 i += 2
             elif e.isdigit():
-                raise Unsupported("backreference")
+                raise UnsupportedError("backreference")
             elif e.isalnum():
-                raise Unsupported(f"escape \\{e}")
+                raise UnsupportedError(f"escape \\{e}")
             else:
                 out.append(_lit(e, icase))
         elif c == "[":
@@ -205,7 +205,7 @@ def python_to_ere(pat: str, icase: bool = False, max_bound: int | None = None, r
             elif pat.startswith("(?#", i):
                 i = pat.index(")", i) + 1
             elif pat.startswith("(?", i):
-                raise Unsupported("lookaround, backreference or inline flag")
+                raise UnsupportedError("lookaround, backreference or inline flag")
             else:
                 out.append("(")
                 i += 1
@@ -262,8 +262,8 @@ def build_pattern_files(out_dir: Path, sample: Path, max_bound: int | None) -> d
         try:
             ere = python_to_ere(p.regex.pattern, icase, max_bound, relaxed)
             exact.append(python_to_ere(p.regex.pattern, icase))
-        except (Unsupported, ValueError, IndexError) as exc:
-            reason = str(exc) if isinstance(exc, Unsupported) else "unparsed"
+        except (UnsupportedError, ValueError, IndexError) as exc:
+            reason = str(exc) if isinstance(exc, UnsupportedError) else "unparsed"
             skipped[reason] = skipped.get(reason, 0) + 1
             continue
         check = subprocess.run(["grep", "-E", "-c", "-e", ere, str(sample)], capture_output=True,
@@ -304,7 +304,7 @@ def run_measured(cmd: list[str], stdout_path: Path | None = None, env: dict | No
     """
     stdout_path = stdout_path or Path(os.environ.get("TMPDIR", "/tmp")) / f"bench_stdout.{os.getpid()}"
     rss_file = stdout_path.with_name(stdout_path.name + ".rss")
-    full = [TIME_BIN, "-f", "%M %U %S", "-o", str(rss_file)] + cmd if TIME_BIN else cmd
+    full = [TIME_BIN, "-f", "%M %U %S", "-o", str(rss_file), *cmd] if TIME_BIN else cmd
     with open(stdout_path, "wb") as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen(full, stdout=out, stderr=subprocess.PIPE, env=env)
@@ -333,7 +333,7 @@ def run_measured(cmd: list[str], stdout_path: Path | None = None, env: dict | No
 
 def best_of(n: int, cmd: list[str], **kw) -> dict:
     runs = [run_measured(cmd, **kw) for _ in range(n)]
-    best = min(runs, key=lambda r: r["wall_s"])
+    best = min(runs, key=lambda r: (r["user_s"] or 0) + (r["sys_s"] or 0) if TIME_BIN else r["wall_s"])
     best["runs"] = [round(r["wall_s"], 4) for r in runs]
     return best
 
@@ -350,7 +350,7 @@ def rootrank_cmd() -> list[str]:
 
 
 def diagnose(path: Path, json_out: Path, timeout: float | None) -> dict:
-    r = run_measured(rootrank_cmd() + ["diagnose", "--format", "json", "--no-progress", str(path)],
+    r = run_measured([*rootrank_cmd(), "diagnose", "--format", "json", "--no-progress", str(path)],
                      stdout_path=json_out, timeout=timeout)
     try:
         doc = json.loads(json_out.read_text())
@@ -427,49 +427,62 @@ def fmt_ratio(x: float | None) -> str:
     return f"{x:,.0f}×" if x >= 100 else f"{x:,.1f}×" if x >= 10 else f"{x:,.2f}×"
 
 
+def cpu_of(t: dict) -> float | None:
+    if t.get("user_s") is None or t.get("sys_s") is None:
+        return None
+    return max(t["user_s"] + t["sys_s"], 0.005)  # /usr/bin/time has 10 ms resolution
+
+
 def fmt_rss(mib: float | None) -> str:
     return "-" if mib is None else f"{mib:,.0f} MiB"
 
 
 def markdown(res: dict) -> str:
-    L: list[str] = []
+    md: list[str] = []
     cfg = res["config"]
     pf = res["patterns"]
     for run in res["sizes"]:
         g, r = run["tools"].get("grep -E", {}), run["tools"].get("rootrank diagnose", {})
         if g.get("wall_s") and r.get("wall_s"):
-            L.append(f"**{run['bytes'] / MiB:,.0f} MiB, {cfg['ranks']} ranks: `rootrank diagnose` "
+            md.append(f"**{run['bytes'] / MiB:,.0f} MiB, {cfg['ranks']} ranks: `rootrank diagnose` "
                      f"{run['bytes'] / MB / r['wall_s']:,.1f} MB/s vs `grep -E` {run['bytes'] / MB / g['wall_s']:,.0f} "
-                     f"MB/s: {fmt_ratio(r['wall_s'] / g['wall_s'])} grep's time, peak RSS {fmt_rss(r['peak_rss_mib'])}.**")
-            L.append("")
-    L.append(f"Generated logs: {cfg['ranks']} ranks, prefix `{cfg['prefix']}`, CUDA OOM planted on rank "
+                     f"MB/s: {fmt_ratio(r['wall_s'] / g['wall_s'])} grep's wall time"
+                     + (f", {fmt_ratio(cpu_of(r) / cpu_of(g))} its CPU time" if cpu_of(r) and cpu_of(g) else "")
+                     + f"; peak RSS {fmt_rss(r['peak_rss_mib'])}.**")
+            md.append("")
+    md.append(f"Generated logs: {cfg['ranks']} ranks, prefix `{cfg['prefix']}`, CUDA OOM planted on rank "
              f"{cfg['fail_rank']}, seed {cfg['seed']}; page cache warmed; grep/rg best of {cfg['repeat']}, "
              f"rootrank one run per size.")
-    L.append("")
+    md.append("")
     sk = ", ".join(f"{v} {k}" for k, v in sorted(pf["skipped"].items())) or "none"
-    L.append(f"Patterns: {pf['converted']} of the library's {pf['library_patterns']} regexes converted to ERE "
+    md.append(f"Patterns: {pf['converted']} of the library's {pf['library_patterns']} regexes converted to ERE "
              f"(skipped: {sk}; rejected by grep: {pf['rejected_by_grep']}; match counts differ from Python's on "
              f"the small log: {pf['differ_on_small_log']}); in {pf['relaxed_bounds']} of them counted repeats above "
              f"{{{pf['max_bound']}}} were made unbounded (`.{{0,3000}}` → `.{{0,}}`; GNU grep unrolls counted repeats "
              f"into its DFA, see `--exact-ere`); {pf['literals']} prefilter literals for `grep -F`.")
-    L.append("")
-    L.append("| log | tool | wall | MB/s | time vs grep -E | peak RSS | lines matched |")
-    L.append("|---|---|---:|---:|---:|---:|---:|")
+    md.append("")
+    md.append("| log | tool | wall | MB/s | wall vs grep -E | CPU (user+sys) | CPU vs grep -E | peak RSS | "
+             "lines matched |")
+    md.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for run in res["sizes"]:
         size = f"{run['bytes'] / MiB:,.0f} MiB"
         base = run["tools"].get("grep -E", {}).get("wall_s")
         for name, t in run["tools"].items():
             if t.get("skipped"):
-                L.append(f"| {size} | {name} | - | - | - | - | {t['skipped']} |")
+                md.append(f"| {size} | {name} | - | - | - | - | - | - | {t['skipped']} |")
                 continue
             ratio = t["wall_s"] / base if base else None
+            cpu = cpu_of(t)
+            cpu_base = cpu_of(run["tools"].get("grep -E", {}))
+            cpu_ratio = cpu / cpu_base if cpu is not None and cpu_base else None
             note = " (timed out)" if t.get("timed_out") else ""
-            L.append(f"| {size} | {name}{note} | {t['wall_s']:.2f} s | {run['bytes'] / MB / t['wall_s']:,.1f} | "
-                     f"{fmt_ratio(ratio)} | {fmt_rss(t['peak_rss_mib'])} | "
+            md.append(f"| {size} | {name}{note} | {t['wall_s']:.2f} s | {run['bytes'] / MB / t['wall_s']:,.1f} | "
+                     f"{fmt_ratio(ratio)} | {'-' if cpu is None else f'{cpu:.2f} s'} | {fmt_ratio(cpu_ratio)} | "
+                     f"{fmt_rss(t['peak_rss_mib'])} | "
                      f"{t.get('first_line') if name.startswith(('grep', 'rg')) else '-'} |")
-    L.append("")
-    L.append("| log | root cause found | planted rank found | same as small log | collateral ranks |")
-    L.append("|---|---|---|---|---:|")
+    md.append("")
+    md.append("| log | root cause found | planted rank found | same as small log | collateral ranks |")
+    md.append("|---|---|---|---|---:|")
     small = res.get("small") or {}
     for run in [*res["sizes"], {"bytes": small.get("bytes", 0), "tools": {"rootrank diagnose": small},
                                 "label": "small"}]:
@@ -480,41 +493,41 @@ def markdown(res: dict) -> str:
         same = "-" if run.get("label") else ("yes" if (t.get("rule"), t.get("rank")) ==
                                              (small.get("rule"), small.get("rank")) else "**no**")
         found = "yes" if t.get("rank") == cfg["fail_rank"] else f"**no** (rank {t.get('rank')})"
-        L.append(f"| {label}{run['bytes'] / MiB:,.1f} MiB | `{t.get('rule')}` | {found} | {same} | "
+        md.append(f"| {label}{run['bytes'] / MiB:,.1f} MiB | `{t.get('rule')}` | {found} | {same} | "
                  f"{t.get('collateral', '-')} |")
     if res.get("styles"):
-        L.append("")
-        L.append("Launcher prefix styles (a small log per style, 64 ranks, OOM planted on rank "
+        md.append("")
+        md.append("Launcher prefix styles (a small log per style, 64 ranks, OOM planted on rank "
                  f"{res['styles'][0]['fail_rank']}; pdsh and none carry no rank on worker lines):")
-        L.append("")
-        L.append("| prefix | root cause | rank found | planted rank found | host |")
-        L.append("|---|---|---:|---|---|")
+        md.append("")
+        md.append("| prefix | root cause | rank found | planted rank found | host |")
+        md.append("|---|---|---:|---|---|")
         for st in res["styles"]:
             ok = "yes" if st["rank"] == st["fail_rank"] else "**no**"
-            L.append(f"| `{st['prefix']}` | `{st['rule']}` | {st['rank']} | {ok} | {st['host'] or '-'} |")
+            md.append(f"| `{st['prefix']}` | `{st['rule']}` | {st['rank']} | {ok} | {st['host'] or '-'} |")
     sel = res.get("selection")
     if sel:
-        L.append("")
-        L.append(f"Selection-sized input ({sel['bytes'] / 1024:,.0f} KiB around the OOM):")
-        L.append("")
-        L.append("| what | time | vs `rootrank --version` |")
-        L.append("|---|---:|---:|")
+        md.append("")
+        md.append(f"Selection-sized input ({sel['bytes'] / 1024:,.0f} KiB around the OOM):")
+        md.append("")
+        md.append("| what | time | vs `rootrank --version` |")
+        md.append("|---|---:|---:|")
         start = sel["startup_s"]
-        L.append(f"| `rootrank --version` (start-up only), median of {sel['n']} | {start * 1000:,.0f} ms | 1× |")
-        L.append(f"| `rootrank diagnose --format json sel.txt`, median of {sel['n']} | "
+        md.append(f"| `rootrank --version` (start-up only), median of {sel['n']} | {start * 1000:,.0f} ms | 1× |")
+        md.append(f"| `rootrank diagnose --format json sel.txt`, median of {sel['n']} | "
                  f"{sel['cli_s'] * 1000:,.0f} ms | {fmt_ratio(sel['cli_s'] / start)} |")
         if sel.get("inproc_s") is not None:
-            L.append(f"| in-process `import rootrank.diagnose` (fresh interpreter) | "
+            md.append(f"| in-process `import rootrank.diagnose` (fresh interpreter) | "
                      f"{sel['import_s'] * 1000:,.1f} ms | {fmt_ratio(sel['import_s'] / start)} |")
-            L.append(f"| in-process `diagnose_text`, first call (loads the library) | "
+            md.append(f"| in-process `diagnose_text`, first call (loads the library) | "
                      f"{sel['inproc_first_s'] * 1000:,.1f} ms | {fmt_ratio(sel['inproc_first_s'] / start)} |")
-            L.append(f"| in-process `diagnose_text`, median of {max(sel['n'], 5)} later calls | "
+            md.append(f"| in-process `diagnose_text`, median of {max(sel['n'], 5)} later calls | "
                      f"{sel['inproc_s'] * 1000:,.1f} ms | {fmt_ratio(sel['inproc_s'] / start)} |")
         else:
-            L.append(f"| in-process `diagnose_text` | failed: {sel.get('error')} | - |")
-        L.append("")
-        L.append(f"Selection diagnosis: `{sel.get('rule')}` on rank {sel.get('rank')}.")
-    return "\n".join(L) + "\n"
+            md.append(f"| in-process `diagnose_text` | failed: {sel.get('error')} | - |")
+        md.append("")
+        md.append(f"Selection diagnosis: `{sel.get('rule')}` on rank {sel.get('rank')}.")
+    return "\n".join(md) + "\n"
 
 
 # --------------------------------------------------------------------------------------------- main
@@ -573,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     for size in sizes:
         path = out / f"job-{size}-{tag}.log"
         meta = ensure_log(path, size, args.ranks, args.prefix, args.fail_rank, args.seed, args.regen)
-        say(f"{path.name}: {meta['bytes'] / MiB:.1f} MiB ({'reused' if meta['reused'] else 'generated at %.0f MB/s' % meta['gen_mb_per_s']})")
+        say(f"{path.name}: {meta['bytes'] / MiB:.1f} MiB ({'reused' if meta['reused'] else 'generated at {:.0f} MB/s'.format(meta['gen_mb_per_s'])})")
         for _ in range(2):
             warm(path)
         tools: dict = {}
@@ -606,8 +619,8 @@ def main(argv: list[str] | None = None) -> int:
         sel_path = out / f"selection-{tag}.txt"
         nbytes = selection_of(small_path, sel_path)
         n = args.selection_runs
-        startup = [run_measured(rootrank_cmd() + ["--version"])["wall_s"] for _ in range(n)]
-        cli = [run_measured(rootrank_cmd() + ["diagnose", "--format", "json", "--no-progress", str(sel_path)],
+        startup = [run_measured([*rootrank_cmd(), "--version"])["wall_s"] for _ in range(n)]
+        cli = [run_measured([*rootrank_cmd(), "diagnose", "--format", "json", "--no-progress", str(sel_path)],
                             stdout_path=out / "selection.json")["wall_s"] for _ in range(n)]
         inproc = subprocess.run([sys.executable, "-c", INPROC, str(sel_path), str(max(n, 5))],
                                 capture_output=True, text=True)

@@ -184,7 +184,7 @@ class Template:
 
 def step_lines(style: Style, ranks: int, k: int, rng: random.Random, variant: int, total_steps: int) -> list[str]:
     """Everything printed during one training step (step number = base + k)."""
-    S, G, L = mark("S", k), mark("G", k), mark("L", k)
+    step_m, glog_m, log_m = mark("S", k), mark("G", k), mark("L", k)
     lines: list[str] = []
     p0 = style.worker(0)
     # rank 0: a tqdm bar rewritten with \r four times on one physical line, then an HF loss dict.
@@ -192,21 +192,22 @@ def step_lines(style: Style, ranks: int, k: int, rng: random.Random, variant: in
     pct = 3 + variant  # the bar advances a little from one replayed template to the next
     filled = pct * 30 // 100
     for j in range(4):  # four refreshes of the same iteration, with a changing rate
-        bar.append(f"\r{pct:3d}%|{'█' * filled}{' ' * (30 - filled)}| {S}/{total_steps} "
+        bar.append(f"\r{pct:3d}%|{'█' * filled}{' ' * (30 - filled)}| {step_m}/{total_steps} "
                    f"[{1 + variant}:{(j * 7) % 60:02d}:{(j * 13) % 60:02d}<41:12:0{j}, {1.3 + 0.01 * j:.2f}s/it]")
     lines.append(p0 + "".join(bar))
     loss = 2.9 * (0.97 ** (variant + 1)) + rng.random() * 0.05
-    lines.append(p0 + "{'loss': %.4f, 'grad_norm': %r, 'learning_rate': %r, 'epoch': 0.%d}"
-                 % (loss, 0.3 + rng.random(), 9.6e-05 - rng.random() * 1e-6, 10 + variant))
-    lines.append(p0 + f"\x1b[32m{L}\x1b[0m | \x1b[1mINFO    \x1b[0m | \x1b[36mtrainer\x1b[0m:\x1b[36mlog\x1b[0m:"
-                 f"\x1b[36m212\x1b[0m - \x1b[1mstep {S}: loss={loss:.4f} tokens/s={412000 + rng.randrange(9000)}\x1b[0m")
+    grad_norm, lr = 0.3 + rng.random(), 9.6e-05 - rng.random() * 1e-6
+    lines.append(p0 + f"{{'loss': {loss:.4f}, 'grad_norm': {grad_norm!r}, 'learning_rate': {lr!r}, "
+                 f"'epoch': 0.{10 + variant}}}")
+    lines.append(p0 + f"\x1b[32m{log_m}\x1b[0m | \x1b[1mINFO    \x1b[0m | \x1b[36mtrainer\x1b[0m:\x1b[36mlog\x1b[0m:"
+                 f"\x1b[36m212\x1b[0m - \x1b[1mstep {step_m}: loss={loss:.4f} tokens/s={412000 + rng.randrange(9000)}\x1b[0m")
     for r in range(ranks):
-        lines.append(style.worker(r) + f"[{L}] [INFO] [train.py:288:train_step] step {S} | rank {r} | "
+        lines.append(style.worker(r) + f"[{log_m}] [INFO] [train.py:288:train_step] step {step_m} | rank {r} | "
                      f"loss {loss + rng.random() * 0.2:.4f} | grad_norm {0.3 + rng.random():.4f} | lr 9.6000e-05 | "
                      f"tokens/s {3100 + rng.random() * 400:.1f} | mem {61 + rng.random() * 9:.2f} GiB")
     # glog-stamped c10d / allocator warnings from a few ranks
     for r in rng.sample(range(ranks), min(ranks, 3)):
-        lines.append(style.glued(r) + f"[W{G} CUDAAllocatorConfig.h:28] Warning: expandable_segments not supported "
+        lines.append(style.glued(r) + f"[W{glog_m} CUDAAllocatorConfig.h:28] Warning: expandable_segments not supported "
                      "on this platform (function operator())")
     if variant % 4 == 0 and k == 0:  # dataloader workers re-forked at an epoch boundary
         for r in rng.sample(range(ranks), min(ranks, 4)):
@@ -347,7 +348,7 @@ def elastic_table(node: int, members: list[tuple[int, int, int, int]], root: tup
         lines.append("  <NO_OTHER_FAILURES>")
     for i, m in enumerate(others, start=1):
         lines += entry(i, m)
-    lines += ["-" * 60, "Root Cause (first observed failure):"] + entry(0, root) + ["=" * 60]
+    lines += ["-" * 60, "Root Cause (first observed failure):", *entry(0, root), "=" * 60]
     return lines
 
 
