@@ -464,6 +464,12 @@ def markdown(res: dict) -> str:
     md.append("| log | tool | wall | MB/s | wall vs grep -E | CPU (user+sys) | CPU vs grep -E | peak RSS | "
              "lines matched |")
     md.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    sm = res.get("small") or {}
+    if sm.get("wall_s"):
+        cpu = cpu_of(sm)
+        md.append(f"| {sm['bytes'] / MiB:,.1f} MiB (small log) | rootrank diagnose | {sm['wall_s']:.2f} s | "
+                  f"{sm['bytes'] / MB / sm['wall_s']:,.1f} | - | {'-' if cpu is None else f'{cpu:.2f} s'} | - | "
+                  f"{fmt_rss(sm.get('peak_rss_mib'))} | - |")
     for run in res["sizes"]:
         size = f"{run['bytes'] / MiB:,.0f} MiB"
         base = run["tools"].get("grep -E", {}).get("wall_s")
