@@ -12,6 +12,13 @@ import ast
 from dataclasses import dataclass, field
 
 
+STAR_EXPORTS = {
+    "torch.utils.checkpoint": ("checkpoint", "checkpoint_sequential"),
+    "torch.distributed.algorithms._checkpoint.checkpoint_wrapper": (
+        "checkpoint_wrapper", "apply_activation_checkpointing", "CheckpointImpl"),
+}
+
+
 @dataclass
 class ImportTable:
     """Local name -> qualified name, filled from every import statement of a module."""
@@ -33,6 +40,9 @@ class ImportTable:
         module = node.module or ""
         for alias in node.names:
             if alias.name == "*":
+                # Only the modules whose public names the checks need; other stars bind nothing known.
+                for name in STAR_EXPORTS.get(module, ()):
+                    self.bindings[name] = f"{module}.{name}"
                 continue
             self.bindings[alias.asname or alias.name] = f"{module}.{alias.name}" if module else alias.name
 
