@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-
 STAR_EXPORTS = {
     "torch.utils.checkpoint": ("checkpoint", "checkpoint_sequential"),
     "torch.distributed.algorithms._checkpoint.checkpoint_wrapper": (
