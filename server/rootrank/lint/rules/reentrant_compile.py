@@ -26,9 +26,10 @@ import ast
 from collections.abc import Iterator
 
 from rootrank.lint import edits
+from rootrank.lint.compiled import Compiled, compiled
 from rootrank.lint.names import dotted, last_name
 from rootrank.lint.registry import Violation, rule
-from rootrank.lint.semantic import CheckpointSite, Compiled, Semantic, compiled, loop_source_attr
+from rootrank.lint.semantic import CheckpointSite, Semantic, loop_source_attr
 from rootrank.model import Severity
 
 RULE = "checkpoint.reentrant-compile"
