@@ -443,7 +443,7 @@ def markdown(res: dict) -> str:
     pf = res["patterns"]
     for run in res["sizes"]:
         g, r = run["tools"].get("grep -E", {}), run["tools"].get("rootrank diagnose", {})
-        if g.get("wall_s") and r.get("wall_s"):
+        if g.get("wall_s") and r.get("wall_s") and r.get("rc") in (0, 1) and not r.get("error"):
             md.append(f"**{run['bytes'] / MiB:,.0f} MiB, {cfg['ranks']} ranks: `rootrank diagnose` "
                      f"{run['bytes'] / MB / r['wall_s']:,.1f} MB/s vs `grep -E` {run['bytes'] / MB / g['wall_s']:,.0f} "
                      f"MB/s: {fmt_ratio(r['wall_s'] / g['wall_s'])} grep's wall time"
@@ -481,7 +481,9 @@ def markdown(res: dict) -> str:
             cpu = cpu_of(t)
             cpu_base = cpu_of(run["tools"].get("grep -E", {}))
             cpu_ratio = cpu / cpu_base if cpu is not None and cpu_base else None
-            note = " (timed out)" if t.get("timed_out") else ""
+            note = (" (timed out)" if t.get("timed_out")
+                    else f" (**killed by signal {-t['rc']}**)" if isinstance(t.get("rc"), int) and t["rc"] < 0
+                    else " (**failed**, rc 2)" if t.get("rc") == 2 else "")
             md.append(f"| {size} | {name}{note} | {t['wall_s']:.2f} s | {run['bytes'] / MB / t['wall_s']:,.1f} | "
                      f"{fmt_ratio(ratio)} | {'-' if cpu is None else f'{cpu:.2f} s'} | {fmt_ratio(cpu_ratio)} | "
                      f"{fmt_rss(t['peak_rss_mib'])} | "
@@ -499,6 +501,8 @@ def markdown(res: dict) -> str:
         same = "-" if run.get("label") else ("yes" if (t.get("rule"), t.get("rank")) ==
                                              (small.get("rule"), small.get("rank")) else "**no**")
         found = "yes" if t.get("rank") == cfg["fail_rank"] else f"**no** (rank {t.get('rank')})"
+        if t.get("error"):
+            found = f"**no result** (exit {t.get('rc')}: {(t.get('stderr_tail') or '').strip()[-120:] or 'no output'})"
         md.append(f"| {label}{run['bytes'] / MiB:,.1f} MiB | `{t.get('rule')}` | {found} | {same} | "
                  f"{t.get('collateral', '-')} |")
     if res.get("styles"):
