@@ -180,3 +180,17 @@ def test_skipping_uninteresting_statements_changes_nothing(case: Path, monkeypat
         assert check_source(source, case.name) == filtered
     finally:
         walker._chunk_facts.cache_clear()
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+def test_other_line_endings(newline: str) -> None:
+    source = ("from torch.utils.checkpoint import checkpoint\n\n\ndef f(x):\n    return checkpoint(g, x)\n"
+              "\n\ndef h(x):\n    return checkpoint(g, x)\n").replace("\n", newline)
+    findings = check_source(source, "a.py")
+    assert [(f.rule, f.line, f.column) for f in findings] == [(RULE, 5, 12), (RULE, 9, 12)]
+    fixed = apply_fixes(source, findings)
+    assert fixed == source.replace("checkpoint(g, x)", "checkpoint(g, x, use_reentrant=True)")
+    yaml_source = "output_dir: out\r\ngradient_checkpointing: true\r\n"
+    fixed_yaml = apply_fixes(yaml_source, check_source(yaml_source, "args.yaml"))
+    assert fixed_yaml == "output_dir: out\r\ngradient_checkpointing: true\r\n" \
+                         "gradient_checkpointing_kwargs: {use_reentrant: true}\r\n"

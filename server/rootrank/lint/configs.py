@@ -184,7 +184,8 @@ def _insert_kwargs(config: _Config, key: Key, value: bool) -> Edit | None:
     if indent.strip(" "):
         return None  # the key shares its line with something else (`- gradient_checkpointing: true`)
     end = len(line) + 1
-    text = f"\n{indent}gradient_checkpointing_kwargs: {{use_reentrant: {str(value).lower()}}}"
+    newline = "\r\n" if "\r\n" in config.source else "\n"
+    text = f"{newline}{indent}gradient_checkpointing_kwargs: {{use_reentrant: {str(value).lower()}}}"
     return Edit(key.line, end, key.line, end, text)
 
 

@@ -94,6 +94,7 @@ def _merge(semantic: Semantic, facts: Facts) -> None:
     semantic.assigns.extend(facts.assigns)
 
 
+_LONE_CR = re.compile(r"\r(?!\n)")
 _TOP_LEVEL = re.compile(r"^(?:(@)|(?:async[ \t]+def|def|class)\b)", re.M)
 
 
@@ -103,7 +104,7 @@ def split_chunks(source: str) -> list[tuple[int, str]]:
     A cut inside a string or brackets yields a chunk that does not parse, and `collect` then falls
     back to parsing the whole file, so a wrong cut costs time, never correctness.
     """
-    if "\r" in source:
+    if _LONE_CR.search(source):
         return [(1, source)]  # old Mac line endings: keep line counting simple
     starts = [0]
     decorated = False
