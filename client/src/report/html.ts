@@ -205,12 +205,12 @@ button { font-family: inherit; font-size: inherit; background: var(--vscode-butt
 button:hover { background: var(--vscode-button-hoverBackground); }
 button.secondary { background: var(--vscode-button-secondaryBackground); color: var(--vscode-button-secondaryForeground); }
 button.secondary:hover { background: var(--vscode-button-secondaryHoverBackground); }
-.figure { border: 1px solid var(--vscode-widget-border, var(--vscode-panel-border, transparent)); border-radius: 4px; padding: 6px 4px 2px; }
-svg.timeline { display: block; max-width: 100%; font-family: var(--vscode-font-family); font-size: 11px; }
+.figure { overflow-x: auto; border: 1px solid var(--vscode-widget-border, var(--vscode-panel-border, transparent)); border-radius: 4px; padding: 6px 4px 2px; }
+svg.timeline { display: block; min-width: 360px; max-width: 760px; font-family: var(--vscode-font-family); font-size: 12px; }
 svg .band { fill: var(--vscode-editor-foreground); opacity: 0.04; }
 svg text { fill: var(--vscode-foreground); }
 svg text.row.initiating { fill: var(--vscode-errorForeground); font-weight: 700; }
-svg text.tick { fill: var(--vscode-descriptionForeground); font-size: 10px; }
+svg text.tick { fill: var(--vscode-descriptionForeground); font-size: 11px; }
 svg .lane { stroke: var(--vscode-descriptionForeground); stroke-opacity: 0.35; stroke-width: 1; }
 svg .axis { stroke: var(--vscode-descriptionForeground); stroke-width: 1; }
 svg .onset { stroke: var(--vscode-errorForeground); stroke-width: 1.5; stroke-dasharray: 4 3; }

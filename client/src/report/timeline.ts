@@ -23,7 +23,7 @@ export interface TimelineLayout {
 }
 
 const ROW = 22;
-const LABEL = 84;
+const LABEL = 72;
 const PAD_RIGHT = 16;
 const TOP = 10;
 const AXIS = 30;
@@ -68,7 +68,7 @@ function isInitiating(e: TimelineEvent, d: Pick<Diagnosis, 'root_cause'>): boole
 export function renderTimeline(d: Pick<Diagnosis, 'timeline' | 'ranks_seen' | 'root_cause'>, options: TimelineOptions = {}): string {
   const events = d.timeline;
   if (events.length === 0) return '';
-  const width = options.width ?? 640;
+  const width = options.width ?? 520;
   const lay = layoutTimeline(d, options.maxRows);
   const plotLeft = LABEL;
   const plotRight = width - PAD_RIGHT;

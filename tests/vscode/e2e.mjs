@@ -1,0 +1,198 @@
+// rootrank in a real VS Code (code-server) driven through its UI by playwright-core + Debian Chromium.
+// Run by run-e2e.sh, which installs everything, builds the .vsix and starts code-server.
+// Env: CS_URL (workbench URL with ?folder=), OUT (screenshots folder), CHROMIUM (browser binary).
+// Prints one line per check and a closing line "vscode-e2e: N passed, M failed"; exits 1 on any failure.
+import { chromium } from 'playwright-core';
+
+const URL = process.env.CS_URL;
+const OUT = process.env.OUT || '.';
+const t0 = performance.now();
+const log = (s) => console.log(`[${((performance.now() - t0) / 1000).toFixed(1)}s] ${s}`);
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+    '--disable-sync', '--no-first-run', '--disable-quic', '--disable-dev-shm-usage'],
+});
+const context = await browser.newContext({
+  viewport: { width: 1500, height: 940 }, permissions: ['clipboard-read', 'clipboard-write'],
+});
+const page = await context.newPage();
+const consoleErrors = [];
+page.on('console', m => { if (m.type() === 'error') consoleErrors.push(m.text().slice(0, 200)); });
+
+let passed = 0;
+let failed = 0;
+let fatal = false;
+async function check(name, fn) {
+  if (fatal) { failed++; log(`SKIP ${name} (an earlier essential check failed)`); return false; }
+  try {
+    await fn();
+    passed++;
+    log(`ok   ${name}`);
+    return true;
+  } catch (e) {
+    failed++;
+    log(`FAIL ${name}: ${String(e?.message ?? e).split('\n')[0]}`);
+    await page.screenshot({ path: `${OUT}/fail-${name}.png` }).catch(() => {});
+    await page.keyboard.press('Escape').catch(() => {});
+    return false;
+  }
+}
+const shot = (name) => page.screenshot({ path: `${OUT}/${name}.png` });
+
+// Keys typed while a webview has focus stay in the webview: give the workbench focus first.
+async function focusWorkbench() {
+  await page.locator('.part.sidebar .composite.title').first().click();
+}
+async function runCommand(title) {
+  await focusWorkbench();
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ timeout: 10000 });
+  await input.fill('>' + title);
+  // click the row whose label starts with the title (Enter would run whichever row is first)
+  const escaped = title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: new RegExp('^' + escaped) }).first().click({ timeout: 10000 });
+}
+async function openFile(name) {
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first().click();
+  await page.locator('.tabs-container .tab.active', { hasText: name }).waitFor({ timeout: 20000 });
+}
+// Monaco renders spaces as U+00A0
+const editorText = async () => (await page.locator('.editor-instance .monaco-editor .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
+// The report webview: an iframe (the webview host) holding the content iframe.
+function report() {
+  return page.locator('iframe.webview.ready').last().contentFrame().locator('iframe#active-frame').contentFrame();
+}
+async function setTheme(name) {
+  await runCommand('Preferences: Color Theme');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Light Modern' }).first().waitFor({ timeout: 10000 });
+  await page.keyboard.type(name);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: new RegExp('^' + name) }).first().click({ timeout: 10000 });
+  await page.waitForTimeout(800);  // the webview re-themes asynchronously
+}
+
+await page.goto(URL);
+
+// 1. the workbench loads and the extension's server starts
+await check('workbench', async () => {
+  await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 90000 });
+}) || (fatal = true);
+
+// 2. squiggle on the checkpoint call, from the server
+await check('squiggle-on-checkpoint-call', async () => {
+  await openFile('train.py');
+  await page.waitForSelector('.squiggly-warning, .squiggly-error', { timeout: 45000 });
+  await runCommand('View: Focus Problems');
+  await page.locator('.markers-panel .monaco-list-row', { hasText: 'use_reentrant' }).first().waitFor({ timeout: 10000 });
+  await shot('1-squiggle-problems');
+}) || (fatal = true);
+
+// 3. the server's hover (the checkpoint mode explanation, not only VS Code's diagnostic hover)
+await check('hover', async () => {
+  await page.locator('.editor-instance .view-lines').first().click();
+  const sq = page.locator('.squiggly-warning, .squiggly-error').first();
+  const box = await sq.boundingBox({ timeout: 5000 });
+  await page.mouse.move(box.x + 4, box.y + box.height / 2);
+  await page.mouse.move(box.x + box.width / 3, box.y + box.height / 2);
+  await page.locator('.monaco-hover', { hasText: 'checkpoint.use-reentrant-explicit' })
+    .filter({ hasText: /Reentrant|reentrant/ }).first().waitFor({ timeout: 15000 });
+  await shot('2-hover');
+  await page.keyboard.press('Escape');
+});
+
+// 4. the quick fix from the server, applied through the lightbulb menu; the warning clears
+await check('quick-fix', async () => {
+  const sq = page.locator('.squiggly-warning, .squiggly-error').first();
+  const box = await sq.boundingBox({ timeout: 5000 });
+  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+  await page.keyboard.press('Control+.');
+  const item = page.locator('.action-widget .monaco-list-row', { hasText: 'use_reentrant=False' }).first();
+  await item.waitFor({ timeout: 15000 });
+  await shot('3-quickfix-menu');
+  await item.click();
+  await page.waitForFunction(() => document.querySelector('.editor-instance .view-lines')?.innerText.includes('use_reentrant=False'),
+    null, { timeout: 10000 });
+  await page.waitForSelector('.squiggly-warning', { state: 'detached', timeout: 15000 });
+  if (!(await editorText()).includes('checkpoint(block, x, use_reentrant=False)')) throw new Error('fix not in the text');
+});
+
+// 5. Diagnose a selected multi-rank traceback from the editor's context menu: the report names rank 2
+await check('diagnose-selection-report', async () => {
+  await openFile('crash.log');
+  await page.locator('.editor-instance .view-lines').first().click();
+  await page.keyboard.press('Control+A');
+  const lines = page.locator('.editor-instance .view-lines').first();
+  const box = await lines.boundingBox();
+  await page.mouse.click(box.x + 80, box.y + 40, { button: 'right' });
+  const item = page.locator('.monaco-menu .action-item', { hasText: 'Diagnose Selection' }).first();
+  await item.waitFor({ timeout: 10000 });
+  await item.click();
+  const r = report();
+  await r.locator('h1', { hasText: 'Uncaught Python exception' }).waitFor({ timeout: 30000 });
+  await r.locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
+  await r.locator('svg.timeline .event.initiating').waitFor({ timeout: 5000 });
+  await r.locator('#collateral', { hasText: 'ranks 1, 3' }).waitFor({ timeout: 5000 });
+  await page.waitForTimeout(500);
+  await shot('4-report-dark');
+});
+
+// 6. an evidence line in the report reveals the log line in the editor
+await check('evidence-reveals-line', async () => {
+  await report().locator('#evidence a.lineref[data-line="15"]').click();
+  await page.locator('.statusbar-item', { hasText: /Ln 15, Col/ }).first().waitFor({ timeout: 10000 });
+});
+
+// 7. Copy as Markdown puts the server's markdown on the clipboard
+await check('copy-as-markdown', async () => {
+  await report().locator('button[data-action="copyMarkdown"]').click();
+  await page.waitForFunction(async () => (await navigator.clipboard.readText()).includes('Root cause'), null, { timeout: 10000 });
+});
+
+// 8. the report in light and high-contrast themes
+await check('report-light-theme', async () => {
+  await setTheme('Light Modern');
+  await report().locator('h1', { hasText: 'Uncaught Python exception' }).waitFor({ timeout: 10000 });
+  const cls = await report().locator('body').getAttribute('class');
+  if (!/vscode-light/.test(cls ?? '')) throw new Error(`webview body class is ${cls}`);
+  await report().locator('#timeline').scrollIntoViewIfNeeded();
+  await shot('5-report-light');
+  await setTheme('Dark High Contrast');
+  await shot('6-report-high-contrast');
+  await setTheme('Dark Modern');
+});
+
+// 9. a failed terminal command: the notification offers Diagnose, which opens the report
+await check('terminal-failed-command', async () => {
+  await runCommand('Terminal: Create New Terminal');
+  const xterm = page.locator('.terminal-wrapper .xterm').first();
+  await xterm.waitFor({ timeout: 15000 });
+  await page.waitForTimeout(2500);  // the shell starts and shell integration reports in
+  await xterm.click();
+  await page.keyboard.type('python3 crash.py');
+  await page.keyboard.press('Enter');
+  const toast = page.locator('.notification-toast', { hasText: 'failed (exit 1)' }).filter({ hasText: 'rank 2' });
+  await toast.waitFor({ timeout: 30000 });
+  await shot('7-terminal-notification');
+  await toast.locator('.monaco-button', { hasText: 'Diagnose' }).click();
+  const r = report();
+  await r.locator('.origin', { hasText: 'python3 crash.py (exit 1)' }).waitFor({ timeout: 15000 });
+  await r.locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
+  await shot('8-report-from-terminal');
+});
+
+// 10. Diagnose a log file from the explorer's context menu
+await check('explorer-diagnose-file', async () => {
+  await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'crash.log' }).first().click({ button: 'right' });
+  const item = page.locator('.monaco-menu .action-item', { hasText: 'Diagnose Log File' }).first();
+  await item.waitFor({ timeout: 10000 });
+  await item.click();
+  await report().locator('.origin', { hasText: /^crash\.log$/ }).waitFor({ timeout: 15000 });
+  await report().locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
+});
+
+if (failed) console.log('browser console errors (first 10):\n  ' + consoleErrors.slice(0, 10).join('\n  '));
+await browser.close();
+console.log(`vscode-e2e: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
