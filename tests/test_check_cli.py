@@ -121,3 +121,11 @@ def test_accelerate_config_and_script_checkpointing_twice(tmp_path: Path, capsys
     out = capsys.readouterr().out
     assert "accelerate.yaml:3:3: checkpoint.fsdp-double-checkpoint" in out
     assert "train.py:1 also turns on transformers' gradient checkpointing" in out
+
+
+def test_unsafe_fixes_alone_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(BAD)
+    assert run("--unsafe-fixes", str(path)) == cli.EXIT_FOUND
+    assert path.read_text() == BAD
+    assert "1 fixable with --fix --unsafe-fixes" in capsys.readouterr().err

@@ -47,7 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Python files, configs (*.json, *.yaml, *.yml, *.sh) or directories (default: .)")
     parser.add_argument("--format", choices=sorted(FORMATS), default="text", dest="output_format")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
-    parser.add_argument("--unsafe-fixes", action="store_true", help="with --fix, also apply unsafe fixes")
+    parser.add_argument("--unsafe-fixes", action="store_true",
+                        help="consider unsafe fixes too: --fix then applies them (as in ruff)")
     parser.add_argument("--select", action="append", default=[], metavar="IDS",
                         help="only these ids or prefixes, comma-separated (e.g. checkpoint.reentrant)")
     parser.add_argument("--ignore", action="append", default=[], metavar="IDS",
@@ -59,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     options = CheckOptions(select=_ids(args.select), ignore=_ids(args.ignore), noqa=not args.no_noqa)
     unsafe = bool(getattr(args, "unsafe_fixes", False))
-    fix = bool(getattr(args, "fix", False)) or unsafe
+    fix = bool(getattr(args, "fix", False))
     results = Results()
     sources: dict[str, str] = {}
     try:
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     for problem in results.errors:
         print(f"rootrank: {problem}", file=sys.stderr)
     if args.output_format == "text":
-        _summary(results, fix)
+        _summary(results, fix, unsafe)
     if results.errors:
         return EXIT_ERROR
     return EXIT_FOUND if results.findings else EXIT_OK
@@ -166,16 +167,19 @@ def _applicable(finding: Finding, unsafe: bool) -> bool:
     return choose(finding, unsafe) is not None
 
 
-def _summary(results: Results, fix: bool) -> None:
+def _summary(results: Results, fix: bool, unsafe_fixes: bool) -> None:
     safe = sum(1 for f in results.findings if _applicable(f, False))
     unsafe = sum(1 for f in results.findings if _applicable(f, True)) - safe
     parts = [f"Found {len(results.findings)} finding{'s' if len(results.findings) != 1 else ''}"]
     if fix and results.fixed:
         parts.append(f"fixed {results.fixed}")
-    if safe:
-        parts.append(f"{safe} fixable with --fix")
-    if unsafe:
-        parts.append(f"{unsafe} more with --fix --unsafe-fixes")
+    if unsafe_fixes and safe + unsafe:
+        parts.append(f"{safe + unsafe} fixable with --fix --unsafe-fixes")
+    else:
+        if safe:
+            parts.append(f"{safe} fixable with --fix")
+        if unsafe:
+            parts.append(f"{unsafe} more with --fix --unsafe-fixes")
     if results.findings or results.fixed:
         print(", ".join(parts) + ".", file=sys.stderr)
 
