@@ -7,6 +7,7 @@ dist-info (torch is never installed; the server only reads package metadata).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 HERE = Path(__file__).resolve().parent
 SERVER = [sys.executable, "-m", "rootrank.lsp"]
+PATCHED_SERVER = [sys.executable, str(HERE / "patched_server.py")]  # test-only faults, see that file
 CLIENTS = ["visual-studio-code", "neovim"]
 TORCH_VERSION = "2.3.1"
 
@@ -70,5 +72,17 @@ async def vscode(lsp_client: LanguageClient, tmp_path: Path):
     root = make_workspace(tmp_path)
     lsp_client.root = root  # type: ignore[attr-defined]
     await lsp_client.initialize_session(initialize_params("visual-studio-code", root))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(
+    server_command=PATCHED_SERVER, client_factory=make_client,
+    server_env={**os.environ, "ROOTRANK_TEST_SLOW_LOGS": "1"}))
+async def slow_logs(lsp_client: LanguageClient, tmp_path: Path):
+    """A VS Code-like client on a server whose log engine reads slowly (to edit or cancel mid-diagnosis)."""
+    root = make_workspace(tmp_path)
+    lsp_client.root = root  # type: ignore[attr-defined]
+    await lsp_client.initialize_session(initialize_params("visual-studio-code", root, {"progressLines": 500}))
     yield
     await lsp_client.shutdown_session()

@@ -18,11 +18,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from tests.lsp.conftest import SERVER, initialize_params, make_client, make_workspace
+from tests.lsp.conftest import PATCHED_SERVER, SERVER, initialize_params, make_client, make_workspace
 from tests.lsp.lsp_helpers import diagnostics_for, open_document, wait_for
 
 HERE = Path(__file__).resolve().parent
-CRASH_SERVER = [sys.executable, str(HERE / "crash_server.py")]
 RULE = "checkpoint.use-reentrant-explicit"
 TRAIN = "from torch.utils.checkpoint import checkpoint\n\ny = checkpoint(block, x)\n"
 
@@ -32,7 +31,9 @@ async def _start(lsp_client: LanguageClient, tmp_path: Path):
     await lsp_client.initialize_session(initialize_params("visual-studio-code", lsp_client.root))  # type: ignore[attr-defined]
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=CRASH_SERVER, client_factory=make_client))
+@pytest_lsp.fixture(config=ClientServerConfig(
+    server_command=PATCHED_SERVER, client_factory=make_client,
+    server_env={**os.environ, "ROOTRANK_TEST_CRASH_RULE": "1"}))
 async def crashing(lsp_client: LanguageClient, tmp_path: Path):
     await _start(lsp_client, tmp_path)
     yield
@@ -40,8 +41,8 @@ async def crashing(lsp_client: LanguageClient, tmp_path: Path):
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(
-    server_command=CRASH_SERVER, client_factory=make_client,
-    server_env={**os.environ, "ROOTRANK_TEST_ENGINE_CRASH": "1"}))
+    server_command=PATCHED_SERVER, client_factory=make_client,
+    server_env={**os.environ, "ROOTRANK_TEST_CRASH_RULE": "1", "ROOTRANK_TEST_ENGINE_CRASH": "1"}))
 async def engine_crashing(lsp_client: LanguageClient, tmp_path: Path):
     await _start(lsp_client, tmp_path)
     yield
