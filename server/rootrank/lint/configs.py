@@ -147,9 +147,9 @@ def _trainer_arguments(config: _Config, args: dict[str, Any]) -> Iterator[Findin
         yield config.finding(DOUBLE, enabled, (
             "`gradient_checkpointing: true` together with `fsdp_config.activation_checkpointing`: every block would "
             "be checkpointed twice, and transformers refuses the combination; keep only FSDP's"))
-    elif isinstance(fsdp_text, str) and "full_shard" in fsdp_text:
+    elif isinstance(fsdp_text, str) and ("full_shard" in fsdp_text or "hybrid_shard" in fsdp_text):
         yield config.finding(DOUBLE, enabled, (
-            "`gradient_checkpointing: true` with FSDP full shard: the recomputation all-gathers the parameters again "
+            "`gradient_checkpointing: true` with FSDP full/hybrid shard: the recomputation all-gathers the parameters again "
             "in backward; use `fsdp_config: {activation_checkpointing: true}` instead"))
     if args.get("use_cache") is True:
         yield config.finding(USE_CACHE, config.key(args, "use_cache"), (

@@ -24,7 +24,7 @@ SUBSTRINGS = (
     "checkpoint", "recompute", "compile", "no_grad", "inference_mode", "set_grad_enabled", "enable_grad",
     "DistributedDataParallel", "find_unused_parameters", "static_graph", "autograd", "backward",
     "requires_grad", "require_grads", "peft", "lora", "LoRA", "ModuleList", "Sequential", "fully_shard", "FullyShardedDataParallel",
-    "TrainingArguments", "Config", "use_cache", "partial", "named_parameters", "register_forward_hook",
+    "TrainingArguments", "Config", "use_cache", "partial", "from_pretrained", "from_config", "named_parameters", "register_forward_hook",
 )
 WORDS = (
     "DDP", "FSDP", "generate", "parameters", "Embedding", "embed", "wte", "ReLU", "ReLU6", "GELU",

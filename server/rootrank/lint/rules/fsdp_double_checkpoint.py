@@ -13,16 +13,19 @@ does the same job without it. With both switched on every block is checkpointed 
 transformers refuses the combination ("can't be set to True simultaneously").
 
 ## Fix safety
-No automatic fix: move the setting to `fsdp_config={"activation_checkpointing": True}` by hand.
+When `fsdp_config` is not given, the fix turns `gradient_checkpointing` off and adds
+`fsdp_config={"activation_checkpointing": True}`. It is unsafe: FSDP's wrapper checkpoints the
+auto-wrapped units, which may differ from the layers transformers checkpoints.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from rootrank.lint import edits
 from rootrank.lint.registry import Violation, rule
 from rootrank.lint.semantic import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, Semantic, keyword
-from rootrank.model import Severity
+from rootrank.model import Applicability, Severity
 
 RULE = "checkpoint.fsdp-double-checkpoint"
 
@@ -44,10 +47,17 @@ def fsdp_double_checkpoint(semantic: Semantic) -> Iterator[Violation]:
             continue
         mode = semantic.literal(fsdp.value, site.frame) if fsdp is not None else None
         modes = " ".join(mode) if isinstance(mode, tuple) and all(isinstance(m, str) for m in mode) else mode
-        if isinstance(modes, str) and "full_shard" in modes:
+        if isinstance(modes, str) and ("full_shard" in modes or "hybrid_shard" in modes):
+            fix = None
+            if config is None and not any(k.arg is None for k in site.node.keywords):
+                fix = edits.fix("Let FSDP checkpoint instead (`fsdp_config` activation_checkpointing)",
+                                Applicability.UNSAFE, edits.replace(semantic, enabled.value, "False"),
+                                edits.add_keyword(semantic, site.node,
+                                                  'fsdp_config={"activation_checkpointing": True}'))
             yield Violation(enabled, (
-                "`gradient_checkpointing=True` with FSDP full shard: the recomputation all-gathers the parameters "
-                'again in backward; use `fsdp_config={"activation_checkpointing": True}` instead'))
+                "`gradient_checkpointing=True` with FSDP full/hybrid shard: the recomputation all-gathers the "
+                'parameters again in backward; use `fsdp_config={"activation_checkpointing": True}` instead'),
+                edits.fixes(fix))
     fsdp_ac = next((s.node for s in semantic.calls_to(APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER)), None)
     if fsdp_ac is None:
         return

@@ -52,6 +52,7 @@ def partial_coverage(semantic: Semantic) -> Iterator[Violation]:
         violation = _conditional(semantic, site, loop) or _sliced(semantic, site, loop)
         if violation is not None:
             yield violation
+    yield from _unrolled(semantic)
     yield from _check_fn(semantic)
 
 
@@ -160,12 +161,15 @@ def _sliced(semantic: Semantic, site: CheckpointSite, loop: ast.For | ast.AsyncF
     part = blocks.slice
     if part.lower is None and part.upper is None and part.step is None:
         return None
+    singles = _single_indices(semantic, site, dotted(blocks.value))  # `checkpoint(self.layers[0], x)` nearby
     total = _count(semantic, site, blocks.value)
+    if singles and total is None:
+        return None
     bounds = [None if e is None else semantic.literal(e, site.frame) for e in (part.lower, part.upper, part.step)]
     label = f"`{semantic.text(blocks)}`"
     if total is not None and all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds):
         lower, upper, step = (b if isinstance(b, int) else None for b in bounds)
-        covered = len(range(total)[slice(lower, upper, step)])
+        covered = len(set(range(total)[slice(lower, upper, step)]) | {i % total for i in singles if -total <= i < total})
         if covered == total:
             return None
         head = f"checkpointing covers {covered} of {total} blocks"
@@ -173,6 +177,59 @@ def _sliced(semantic: Semantic, site: CheckpointSite, loop: ast.For | ast.AsyncF
         head = "checkpointing covers only a slice of the blocks"
     return Violation(site.call.func, f"{head}: the loop runs over {label}; the other blocks are not checkpointed "
                                      "and set peak memory")
+
+
+def _unrolled(semantic: Semantic) -> Iterator[Violation]:
+    """`checkpoint(self.layers[0], x)` then `for layer in self.layers[1:]: x = layer(x)`."""
+    groups: dict[tuple[int, str], list[tuple[CheckpointSite, object]]] = {}
+    for site in semantic.checkpoints:
+        block = site.function
+        if site.api != "checkpoint" or not isinstance(block, ast.Subscript) or site.frame.function is None:
+            continue
+        spelled = dotted(block.value)
+        index = semantic.literal(block.slice, site.frame)
+        if spelled is not None and isinstance(index, int) and not isinstance(index, bool):
+            groups.setdefault((id(site.frame.function), spelled), []).append((site, index))
+    for (_, spelled), found in groups.items():
+        first = found[0][0]
+        assert first.frame.function is not None
+        loop = _direct_loop(first.frame.function, spelled)
+        if loop is None:
+            continue
+        total = _count(semantic, first, first.function.value) if isinstance(first.function, ast.Subscript) else None
+        covered = len({index for _, index in found})
+        head = f"checkpointing covers {covered} of {total} blocks" if total else \
+            "checkpointing covers only some of the blocks"
+        yield Violation(first.call.func, f"{head}: the loop over `{semantic.text(loop.iter)}` at line {loop.lineno} "
+                                         "runs the other blocks without checkpointing, and they set peak memory")
+
+
+def _single_indices(semantic: Semantic, site: CheckpointSite, spelled: str | None) -> set[int]:
+    """Constant indices of `spelled` checkpointed one by one in the same function as `site`."""
+    found: set[int] = set()
+    for other in semantic.checkpoints:
+        block = other.function
+        if other.frame.function is site.frame.function and isinstance(block, ast.Subscript) \
+                and spelled is not None and dotted(block.value) == spelled:
+            index = semantic.literal(block.slice, other.frame)
+            if isinstance(index, int) and not isinstance(index, bool):
+                found.add(index)
+    return found
+
+
+def _direct_loop(function: ast.AST, spelled: str) -> ast.For | None:
+    """A loop in `function` over `spelled` (or a slice of it) that calls its blocks directly."""
+    for node in ast.walk(function):
+        if not isinstance(node, ast.For) or not isinstance(node.target, ast.Name):
+            continue
+        source = node.iter.value if isinstance(node.iter, ast.Subscript) else node.iter
+        if dotted(source) != spelled:
+            continue
+        name = node.target.id
+        if any(isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name
+               for statement in node.body for call in ast.walk(statement)):
+            return node
+    return None
 
 
 def _check_fn(semantic: Semantic) -> Iterator[Violation]:
