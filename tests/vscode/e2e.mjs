@@ -107,9 +107,16 @@ await check('quick-fix', async () => {
   const sq = page.locator('.squiggly-warning, .squiggly-error').first();
   const box = await sq.boundingBox({ timeout: 5000 });
   await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
-  await page.keyboard.press('Control+.');
   const item = page.locator('.action-widget .monaco-list-row', { hasText: 'use_reentrant=False' }).first();
-  await item.waitFor({ timeout: 15000 });
+  // Ctrl+. right after the diagnostic arrives can come back empty: ask again, up to 4 times
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press('Control+.');
+    try { await item.waitFor({ timeout: 5000 }); break; } catch (e) {
+      if (attempt === 4) throw e;
+      await page.keyboard.press('Escape');
+      await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+    }
+  }
   await shot('3-quickfix-menu');
   await item.click();
   await page.waitForFunction(() => document.querySelector('.editor-instance .view-lines')?.innerText.includes('use_reentrant=False'),
@@ -150,6 +157,21 @@ await check('copy-as-markdown', async () => {
   await page.waitForFunction(async () => (await navigator.clipboard.readText()).includes('Root cause'), null, { timeout: 10000 });
 });
 
+// 7b. the fix and verify sections; "Run in terminal" asks before running anything
+await check('verify-asks-first', async () => {
+  const r = report();
+  await r.locator('#fix pre.code, #fix p').first().waitFor({ timeout: 5000 });
+  await r.locator('#verify').scrollIntoViewIfNeeded();
+  await shot('4b-report-fix-verify-dark');
+  await r.locator('button[data-action="runVerify"]').click();
+  const dialog = page.locator('.monaco-dialog-box', { hasText: 'Run the verify command' });
+  await dialog.waitFor({ timeout: 10000 });
+  await shot('4c-verify-confirm');
+  await dialog.locator('.monaco-button', { hasText: 'Cancel' }).click();
+  await dialog.waitFor({ state: 'detached', timeout: 5000 });
+  if (await page.locator('.terminal-tab, .single-terminal-tab', { hasText: 'rootrank verify' }).count()) throw new Error('ran without asking');
+});
+
 // 8. the report in light and high-contrast themes
 await check('report-light-theme', async () => {
   await setTheme('Light Modern');
@@ -180,6 +202,17 @@ await check('terminal-failed-command', async () => {
   await r.locator('.origin', { hasText: 'python3 crash.py (exit 1)' }).waitFor({ timeout: 15000 });
   await r.locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
   await shot('8-report-from-terminal');
+});
+
+// 9b. the terminal's selection (copied through the clipboard, which is restored afterwards)
+await check('terminal-selection', async () => {
+  await page.evaluate(() => navigator.clipboard.writeText('user clipboard'));
+  await page.locator('.terminal-wrapper .xterm').first().click();
+  await runCommand('Terminal: Select All');
+  await runCommand('rootrank: Diagnose Terminal Selection');
+  await report().locator('.origin', { hasText: /^terminal selection$/ }).waitFor({ timeout: 15000 });
+  await report().locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
+  await page.waitForFunction(async () => (await navigator.clipboard.readText()) === 'user clipboard', null, { timeout: 5000 });
 });
 
 // 10. Diagnose a log file from the explorer's context menu

@@ -106,6 +106,7 @@ cat > "$RUN/ud/User/settings.json" <<EOF
   "workbench.startupEditor": "none",
   "workbench.colorTheme": "Dark Modern",
   "workbench.tips.enabled": false,
+  "workbench.secondarySideBar.defaultVisibility": "hidden",
   "workbench.enableExperiments": false,
   "security.workspace.trust.enabled": false,
   "extensions.autoCheckUpdates": false,

@@ -193,7 +193,7 @@ code { font-family: var(--vscode-editor-font-family); font-size: 0.95em; backgro
 pre.code, pre.evidence { background: var(--vscode-textCodeBlock-background); padding: 8px 10px; border-radius: 4px; overflow-x: auto;
   border: 1px solid var(--vscode-widget-border, transparent); margin: 4px 0 8px; }
 pre code { background: none; padding: 0; white-space: pre; }
-pre.evidence code { white-space: pre-wrap; word-break: break-word; }
+pre.evidence code, pre.verify code { white-space: pre-wrap; word-break: break-word; }
 ul { padding-left: 1.3em; }
 ul.evidence-list { list-style: none; padding-left: 0; }
 a, .link, .lineref { color: var(--vscode-textLink-foreground); text-decoration: none; cursor: pointer; }
