@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from rootrank.model import Edit, Finding, Fix, Severity
+if TYPE_CHECKING:
+    from rootrank.model import Edit, Finding, Fix, Severity
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -121,7 +122,7 @@ def range_from_json(value: Any) -> types.Range:
 
 
 def severity_of(finding_severity: Severity | str, override: str | None = None) -> types.DiagnosticSeverity:
-    value = override or (finding_severity.value if isinstance(finding_severity, Severity) else str(finding_severity))
+    value = override or str(getattr(finding_severity, "value", finding_severity))
     return LSP_SEVERITY.get(value, types.DiagnosticSeverity.Warning)
 
 

@@ -16,14 +16,16 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from rootrank.lsp import engine, logs
-from rootrank.lsp.calls import CHECKPOINTING, Call, FileFacts, read_file
 from rootrank.lsp.convert import Lines
-from rootrank.lsp.environment import Environment, find_environment, version_tuple
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
+    from rootrank.lsp.calls import Call, FileFacts
+    from rootrank.lsp.environment import Environment
     from rootrank.lsp.server import RootrankServer
+
+# calls.py and environment.py are imported on the first hover, not at start-up.
 
 _FACTS: OrderedDict[tuple[str, int | None], FileFacts | None] = OrderedDict()
 
@@ -49,6 +51,8 @@ MEANING = {
 
 
 def _facts(document: TextDocument) -> FileFacts | None:
+    from rootrank.lsp.calls import read_file
+
     key = (document.uri, document.version)
     if key not in _FACTS:
         _FACTS[key] = read_file(document.source)
@@ -116,6 +120,8 @@ def mode_of(call: Call, env: Environment) -> tuple[str, str]:
 
 
 def torch_note(mode: str, env: Environment) -> str:
+    from rootrank.lsp.environment import version_tuple
+
     version = env.version("torch")
     if version is None:
         return f"torch is not installed in the workspace environment ({env.where}); the notes below assume torch 2.x."
@@ -205,7 +211,7 @@ TRADE_OFF = ("Activations inside the checkpointed region are not kept for backwa
 
 
 def call_markdown(call: Call, facts: FileFacts, env: Environment) -> str:
-    from rootrank.lsp.calls import TARGETS
+    from rootrank.lsp.calls import CHECKPOINTING, TARGETS
 
     title = f"**`{call.written}`**: `{TARGETS[call.name]}`"
     parts = [title, ""]
@@ -283,6 +289,8 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
             column = lines.column(position)
             call = facts.at(position.line + 1, column)
             if call is not None:
+                from rootrank.lsp.environment import find_environment
+
                 env = find_environment(ls.settings.python, _roots(ls))
                 sections.append(call_markdown(call, facts, env))
                 hover_range = lines.range(call.line, call.column + 1, call.end_line, call.end_column + 1)

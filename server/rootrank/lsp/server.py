@@ -28,7 +28,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.workspace import TextDocument
 
-from rootrank.lsp.settings import Settings, parse_settings
+from rootrank.lsp.settings import Settings, has_settings, parse_settings
 from rootrank.lsp.state import DocumentState
 
 LOG = logging.getLogger("rootrank.lsp")
@@ -198,6 +198,19 @@ class RootrankServer(LanguageServer):
                 self.log(f"rootrank: {owner} failed on {method}: {exc!r}\n{traceback.format_exc()}",
                          types.MessageType.Error)
 
+    async def pull_settings(self) -> None:
+        """Ask for the `rootrank` section (workspace/configuration) when the client supports it."""
+        if not self.client_supports("workspace", "configuration"):
+            return
+        try:
+            result = await asyncio.wait_for(self.workspace_configuration_async(types.ConfigurationParams(
+                items=[types.ConfigurationItem(section="rootrank")])), timeout=10)
+        except Exception as exc:  # a client that fails this request still gets a working server
+            self.log(f"rootrank: could not read the client's settings: {exc!r}", types.MessageType.Warning)
+            return
+        if result and has_settings(result[0]):
+            self.apply_settings(result[0])
+
     def apply_settings(self, raw: Any, *, base: Settings | None = None) -> None:
         settings, problems = parse_settings(raw, base if base is not None else self.settings)
         for problem in problems:
@@ -283,14 +296,16 @@ def create_server() -> RootrankServer:
             _watch_parent(params.process_id)
 
     @server.feature(types.INITIALIZED)
-    def initialized(ls: RootrankServer, params: types.InitializedParams) -> None:
-        # Everything allocated so far lives as long as the server: keep the collector off it.
-        gc.collect()
-        gc.freeze()
+    async def initialized(ls: RootrankServer, params: types.InitializedParams) -> None:
+        await ls.pull_settings()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    def did_change_configuration(ls: RootrankServer, params: types.DidChangeConfigurationParams) -> None:
-        ls.apply_settings(params.settings)
+    async def did_change_configuration(ls: RootrankServer, params: types.DidChangeConfigurationParams) -> None:
+        # Push-style clients send the settings; pull-style ones (VS Code) send null and expect a request.
+        if has_settings(params.settings):
+            ls.apply_settings(params.settings)
+        else:
+            await ls.pull_settings()
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RootrankServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -319,6 +334,11 @@ def main() -> int:
     """Serve over stdio until the client says exit or goes away; returns the exit status."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     server = create_server()
+    # What start-up allocated (modules, the lsprotocol classes, cattrs hooks) lives as long as the server:
+    # move it out of the collector's sight, then collect normally (`python -m rootrank.lsp` starts with
+    # the collector off during the imports).
+    gc.freeze()
+    gc.enable()
     server.start_io()
     code = 0 if server.protocol._shutdown else 1
     for stream in (sys.stdout, sys.stderr):

@@ -78,8 +78,15 @@ def _unwrap(raw: Any) -> Mapping[str, Any]:
     if isinstance(raw.get("settings"), Mapping):
         raw = raw["settings"]
     if isinstance(raw.get("rootrank"), Mapping):
-        raw = raw["rootrank"]
-    return raw
+        return raw["rootrank"]
+    # Not under "rootrank": ours only if it names one of our settings (not, say, another tool's section).
+    known = {f.name for f in dataclasses.fields(Settings)}
+    return raw if any(_snake(str(key)) in known for key in raw) else {}
+
+
+def has_settings(raw: Any) -> bool:
+    """Whether a client's value carries any rootrank setting (VS Code's pull model sends null)."""
+    return bool(_unwrap(raw))
 
 
 def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
