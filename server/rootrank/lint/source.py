@@ -112,7 +112,8 @@ def _alias_pattern(aliases: frozenset[str]) -> re.Pattern[str]:
 
 def _scan(text: str, pattern: re.Pattern[str]) -> tuple[tuple[int, ...], frozenset[str]]:
     locator = Locator(text)
-    lines = sorted({locator.line_of(m.start()) for m in pattern.finditer(text)})
+    # One search per line is cheaper than visiting every match when a line mentions several names.
+    lines = [number for number, line in enumerate(_NEWLINE.split(text), 1) if pattern.search(line)]
     bound = {m.group(1) or m.group(2) for line in lines for m in _BOUND_NAME.finditer(locator.line_text(line))}
     # `from torch.autograd import grad` binds `grad`, also across the lines of a parenthesised import.
     for match in _FROM_IMPORT.finditer(text):
