@@ -16,7 +16,8 @@ semantics change. It is safe when the checkpointed function is deterministic giv
 does not mutate its inputs or global state, and nothing relies on reentrant-only behaviour (hooks
 firing in the recomputation's own backward). `use_reentrant=True` is safe: it spells out what runs
 today and only silences the warning. Fix-all (`--fix`) therefore applies `True`; `--unsafe-fixes`
-applies the recommended `False`.
+applies the recommended `False`. A call that passes keyword arguments to its function already raises
+in reentrant mode, so it only gets the `False` fix.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Iterator
 
 from rootrank.lint import edits
 from rootrank.lint.registry import Violation, rule
-from rootrank.lint.semantic import Semantic, keyword
+from rootrank.lint.semantic import CHECKPOINT_OWN_KEYWORDS, Semantic, keyword
 from rootrank.model import Applicability, Fix, Severity
 
 RULE = "checkpoint.use-reentrant-explicit"
@@ -49,11 +50,14 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
         message = (f"`{site.api}()` without `use_reentrant`: the default is the legacy reentrant mode, PyTorch warns "
                    "on every call and will require the argument; pass `use_reentrant=False` (recommended) or "
                    "`use_reentrant=True` to keep today's behaviour")
+        keep = edits.fix(_KEEP.format("use_reentrant=True"), Applicability.SAFE,
+                         edits.add_keyword(semantic, call, "use_reentrant=True"))
+        if any(k.arg not in CHECKPOINT_OWN_KEYWORDS for k in call.keywords):
+            keep = None  # keyword arguments already make today's reentrant call raise: nothing worth keeping
         yield Violation(call.func, message, edits.fixes(
             edits.fix(_RECOMMENDED.format("use_reentrant=False"), Applicability.UNSAFE,
                       edits.add_keyword(semantic, call, "use_reentrant=False")),
-            edits.fix(_KEEP.format("use_reentrant=True"), Applicability.SAFE,
-                      edits.add_keyword(semantic, call, "use_reentrant=True")),
+            keep,
         ))
     for args in semantic.training_arguments():
         call = args.node
