@@ -129,3 +129,12 @@ def test_unsafe_fixes_alone_writes_nothing(tmp_path: Path, capsys: pytest.Captur
     assert run("--unsafe-fixes", str(path)) == cli.EXIT_FOUND
     assert path.read_text() == BAD
     assert "1 fixable with --fix --unsafe-fixes" in capsys.readouterr().err
+
+
+def test_stdin_with_a_file_name(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"gradient_checkpointing: true\n")))
+    assert run("--stdin-filename", "args.yaml", "-") == cli.EXIT_FOUND
+    assert capsys.readouterr().out.startswith("args.yaml:1:1: checkpoint.use-reentrant-explicit ")

@@ -42,6 +42,13 @@ class Key:
     end_column: int
     value: Any
     block: bool = True  # YAML block style (a new line can be inserted after it)
+    value_line: int = 0  # where the value starts (0: unknown)
+    value_column: int = 0
+
+    def replace_value(self, text: str) -> Edit | None:
+        if not self.value_line:
+            return None
+        return Edit(self.value_line, self.value_column, self.end_line, self.end_column, text)
 
 
 class _Config:
@@ -70,7 +77,7 @@ class _Config:
                     self.keys[(id(data), key)] = Key(
                         key_node.start_mark.line + 1, key_node.start_mark.column + 1,
                         value_node.end_mark.line + 1, value_node.end_mark.column + 1, data[key],
-                        not node.flow_style)
+                        not node.flow_style, value_node.start_mark.line + 1, value_node.start_mark.column + 1)
                     self._index(value_node, data[key])
 
     def key(self, mapping: dict[str, Any], name: str) -> Key:
@@ -86,7 +93,9 @@ class _Config:
         value = re.compile(r'true|false|null|-?\d[\d.eE+-]*|"(?:[^"\\]|\\.)*"').match(self.source, match.end())
         end = value.end() if value else match.end()
         end_line = self.locator.line_of(max(end - 1, 0))
-        return Key(line, column, end_line, end - self.locator.starts[end_line - 1] + 1, mapping.get(name))
+        start_line = self.locator.line_of(match.end())
+        return Key(line, column, end_line, end - self.locator.starts[end_line - 1] + 1, mapping.get(name), True,
+                   start_line if value else 0, match.end() - self.locator.starts[start_line - 1] + 1)
 
     def finding(self, rule: str, key: Key, message: str, fixes: tuple[Fix, ...] = ()) -> Finding:
         from rootrank.lint import severity_of
@@ -152,9 +161,13 @@ def _trainer_arguments(config: _Config, args: dict[str, Any]) -> Iterator[Findin
             "`gradient_checkpointing: true` with FSDP full/hybrid shard: the recomputation all-gathers the parameters again "
             "in backward; use `fsdp_config: {activation_checkpointing: true}` instead"))
     if args.get("use_cache") is True:
-        yield config.finding(USE_CACHE, config.key(args, "use_cache"), (
+        key = config.key(args, "use_cache")
+        edit = key.replace_value("false")
+        # Safe: a training config; transformers already trains with the cache off under checkpointing.
+        fixes = (Fix("Set `use_cache: false`", Applicability.SAFE, (edit,)),) if edit else ()
+        yield config.finding(USE_CACHE, key, (
             "`use_cache: true` while gradient checkpointing is on: transformers turns the KV cache off again with a "
-            "warning on every step; set `use_cache: false` for training"))
+            "warning on every step; set `use_cache: false` for training"), fixes)
     if reentrant and args.get("ddp_find_unused_parameters") is True:
         yield config.finding(DDP, config.key(args, "ddp_find_unused_parameters"), (
             "`ddp_find_unused_parameters: true` with reentrant gradient checkpointing: DDP marks parameters ready "
