@@ -73,8 +73,8 @@ _FEATURE_NAMES = {
 
 
 class _Reader(ast.NodeVisitor):
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
+    def __init__(self, source: str) -> None:
+        self.lines = split_lines(source)
         self.aliases: dict[str, str] = {}
         self.facts = FileFacts()
         self.loops: list[str] = []
@@ -87,11 +87,27 @@ class _Reader(ast.NodeVisitor):
         return byte_col if text.isascii() else len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
     def _src(self, node: ast.AST, limit: int = 80) -> str:
-        try:
-            text = ast.unparse(node)
-        except Exception:
-            return "…"
+        """The node's source as written (one line, blanks collapsed), cut at `limit` characters."""
+        text = self._segment(node)
+        if text is None:
+            try:
+                text = ast.unparse(node)
+            except Exception:
+                return "…"
+        text = " ".join(text.split())
         return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    def _segment(self, node: ast.AST) -> str | None:
+        """Like ast.get_source_segment, without re-splitting the whole source on every call."""
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        start, end = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+        if first is None or last is None or start is None or end is None or last > len(self.lines):
+            return None
+        if first == last:
+            return self.lines[first - 1].encode()[start:end].decode("utf-8", "replace")
+        head = self.lines[first - 1].encode()[start:].decode("utf-8", "replace")
+        tail = self.lines[last - 1].encode()[:end].decode("utf-8", "replace")
+        return "\n".join([head, *self.lines[first:last - 1], tail])
 
     def _feature(self, name: str, line: int) -> None:
         self.facts.features.setdefault(name, line)
@@ -254,7 +270,7 @@ def read_file(source: str) -> FileFacts | None:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    reader = _Reader(split_lines(source))
+    reader = _Reader(source)
     reader.visit(tree)
     reader.facts.calls.sort(key=lambda c: (c.line, c.column))
     return reader.facts

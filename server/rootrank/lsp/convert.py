@@ -32,11 +32,20 @@ def split_lines(text: str) -> list[str]:
     return _LINE_BREAK.split(text)
 
 
+UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
+
+
+def encoding_name(value: object) -> str:
+    """"utf-8", "utf-16" or "utf-32" from a negotiated encoding (an enum member, a string, or None)."""
+    name = str(getattr(value, "value", value) or UTF16).lower()
+    return name if name in (UTF8, UTF32) else UTF16
+
+
 def _units(text: str, encoding: str) -> int:
     """Length of `text` in the client's code units."""
-    if encoding == types.PositionEncodingKind.Utf32 or text.isascii():
+    if encoding == UTF32 or text.isascii():
         return len(text)
-    if encoding == types.PositionEncodingKind.Utf8:
+    if encoding == UTF8:
         return len(text.encode("utf-8"))
     return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
 
@@ -46,9 +55,9 @@ class Lines:
 
     __slots__ = ("encoding", "lines")
 
-    def __init__(self, text_or_lines: str | Sequence[str], encoding: str = types.PositionEncodingKind.Utf16):
+    def __init__(self, text_or_lines: str | Sequence[str], encoding: object = UTF16):
         self.lines = split_lines(text_or_lines) if isinstance(text_or_lines, str) else list(text_or_lines)
-        self.encoding = str(encoding or types.PositionEncodingKind.Utf16)
+        self.encoding = encoding_name(encoding)
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -81,7 +90,7 @@ class Lines:
     def column(self, position: types.Position) -> int:
         """The 0-based code-point column of an LSP position (the inverse of `position`)."""
         text = self.line(position.line)
-        if self.encoding == types.PositionEncodingKind.Utf32 or text.isascii():
+        if self.encoding == UTF32 or text.isascii():
             return min(position.character, len(text))
         units = 0
         for index, char in enumerate(text):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from rootrank.lsp import engine
-from rootrank.lsp.convert import Lines, finding_to_diagnostic
+from rootrank.lsp.convert import Lines, encoding_name, finding_to_diagnostic
 from rootrank.lsp.noqa import noqa_edit
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
     text, version, generation = document.source, document.version, state.generation
     path = check_path(state.uri, document.path, document.language_id)
     crashes: list[tuple[str, BaseException]] = []
-    encoding = str(ls.workspace.position_encoding or types.PositionEncodingKind.Utf16)
+    encoding = encoding_name(ls.workspace.position_encoding)
     findings, diagnostics = await asyncio.get_running_loop().run_in_executor(
         ls.executor, compute, text, path, version, ls.settings, encoding, crashes)
     _report_crashes(ls, crashes)

@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from rootrank.lsp import engine, logs
-from rootrank.lsp.convert import Lines
+from rootrank.lsp.convert import Lines, encoding_name
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
@@ -285,7 +285,7 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
     if document.uri.lower().endswith((".py", ".pyi")) or document.language_id == "python":
         facts = _facts(document)
         if facts is not None:
-            lines = Lines(document.source, str(ls.workspace.position_encoding or "utf-16"))
+            lines = Lines(document.source, encoding_name(ls.workspace.position_encoding))
             column = lines.column(position)
             call = facts.at(position.line + 1, column)
             if call is not None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from rootrank.lsp import engine
-from rootrank.lsp.convert import LSP_SEVERITY, Lines
+from rootrank.lsp.convert import LSP_SEVERITY, Lines, encoding_name
 
 if TYPE_CHECKING:
     from rootrank.lsp.server import RootrankServer
@@ -132,7 +132,7 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
     if document is None:
         return
     text, version, generation = document.source, document.version, state.generation
-    encoding = str(ls.workspace.position_encoding or types.PositionEncodingKind.Utf16)
+    encoding = encoding_name(ls.workspace.position_encoding)
     loop = asyncio.get_running_loop()
     line_count = text.count("\n") + 1
     progress: _Progress | None = None

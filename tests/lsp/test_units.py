@@ -1,0 +1,181 @@
+"""Unit tables for the server's pure parts: positions, noqa edits, settings, the call reader, environments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from lsprotocol import types
+
+from rootrank.lsp.calls import read_file
+from rootrank.lsp.convert import Lines, finding_to_diagnostic, split_lines
+from rootrank.lsp.environment import find_environment
+from rootrank.lsp.noqa import noqa_edit
+from rootrank.lsp.settings import Settings, has_settings, parse_settings
+from rootrank.model import Applicability, Edit, Finding, Fix, Severity
+
+UTF16, UTF8, UTF32 = (types.PositionEncodingKind.Utf16, types.PositionEncodingKind.Utf8,
+                      types.PositionEncodingKind.Utf32)
+
+
+@pytest.mark.parametrize(("text", "line", "column", "encoding", "expected"), [
+    ("abc", 1, 1, UTF16, (0, 0)),
+    ("abc", 1, 4, UTF16, (0, 3)),                 # an exclusive end after the last character
+    ("é😀x", 1, 3, UTF16, (0, 3)),                # the emoji is two UTF-16 units
+    ("é😀x", 1, 3, UTF8, (0, 6)),                 # é is 2 bytes, the emoji 4
+    ("é😀x", 1, 3, UTF32, (0, 2)),
+    ("a\r\nbc\rd\ne", 3, 2, UTF16, (2, 1)),       # \r\n, \r and \n all end lines
+    ("a\x0cb\nc", 1, 3, UTF16, (0, 2)),           # a form feed does not (unlike str.splitlines)
+    ("ab\ncd", 9, 1, UTF16, (1, 2)),              # past the end: the end of the document
+    ("ab", 1, 99, UTF16, (0, 2)),                 # clamped into the line
+])
+def test_positions(text: str, line: int, column: int, encoding: str, expected: tuple[int, int]):
+    position = Lines(text, encoding).position(line, column)
+    assert (position.line, position.character) == expected
+
+
+@given(st.text(alphabet=st.sampled_from("ab é😀\t"), max_size=30), st.data())
+def test_column_round_trip(text: str, data: st.DataObject):
+    lines = Lines(text, UTF16)
+    column = data.draw(st.integers(min_value=0, max_value=len(text)))
+    assert lines.column(lines.position(1, column + 1)) == column
+
+
+def test_split_lines_matches_lsp():
+    assert split_lines("a\r\nb\rc\nd") == ["a", "b", "c", "d"]
+    assert split_lines("a\n") == ["a", ""]
+
+
+def _finding(line: str) -> Finding:
+    at = line.index("checkpoint(") + 1
+    end = line.index(")") + 1
+    fix = Fix("Pass use_reentrant=False", Applicability.UNSAFE, (Edit(1, end, 1, end, ", use_reentrant=False"),))
+    return Finding("checkpoint.use-reentrant-explicit", Severity.WARNING, "t.py", 1, at, 1, at + 10, "msg", (fix,))
+
+
+def test_finding_to_diagnostic_carries_fixes_in_client_units():
+    line = "y = checkpoint(f, '😀')"
+    diagnostic = finding_to_diagnostic(_finding(line), Lines(line), version=7, severity="error",
+                                       href="file:///docs/x.md")
+    assert diagnostic.range.start == types.Position(0, 4)
+    assert diagnostic.severity == types.DiagnosticSeverity.Error and diagnostic.code_description
+    [fix] = diagnostic.data["fixes"]
+    [edit] = fix["edits"]
+    assert edit["range"]["start"] == {"line": 0, "character": len(line) - 1 + 1}  # emoji = 2 units
+    assert fix["applicability"] == "unsafe" and diagnostic.data["version"] == 7
+
+
+RULE = "checkpoint.x"
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("y = f(x)", "y = f(x)  # noqa: checkpoint.x"),
+    ("y = f(x)   ", "y = f(x)  # noqa: checkpoint.x"),                      # trailing blanks replaced
+    ("y = f(x)  # keep me", "y = f(x)  # keep me  # noqa: checkpoint.x"),
+    ("y = f(x)  # noqa: E501", "y = f(x)  # noqa: E501, checkpoint.x"),
+    ("y = f(x)  # noqa:E501,W291  # why", "y = f(x)  # noqa:E501,W291, checkpoint.x  # why"),
+    ("y = f(x)  # noqa", None),                                              # already silences everything
+    ("y = f(x)  # noqa: checkpoint.x", None),
+    ("y = f(a, \\", None),                                                   # a comment would break the line
+])
+def test_noqa_edit(line: str, expected: str | None):
+    lines = Lines(line)
+    edit = noqa_edit(lines, 0, RULE)
+    if expected is None:
+        assert edit is None
+        return
+    assert edit is not None
+    start, end = lines.column(edit.range.start), lines.column(edit.range.end)
+    assert line[:start] + edit.new_text + line[end:] == expected
+
+
+@pytest.mark.parametrize(("raw", "field", "value"), [
+    ({"select": ["checkpoint"]}, "select", ("checkpoint",)),
+    ({"rootrank": {"lintOn": "save"}}, "lint_on", "save"),
+    ({"settings": {"rootrank": {"debounceMs": 0}}}, "debounce_ms", 0),
+    ({"ignore": "a.b, c.d"}, "ignore", ("a.b", "c.d")),
+    ({"severity": {"checkpoint": "info"}}, "severity", {"checkpoint": "information"}),
+    ({"logPatterns": ["*.txt"]}, "log_patterns", ("*.txt",)),
+    (None, "lint_on", "change"),
+    ({"pylsp": {"plugins": {}}}, "select", ()),                              # another tool's section
+])
+def test_parse_settings(raw: object, field: str, value: object):
+    settings, problems = parse_settings(raw)
+    assert getattr(settings, field) == value and not problems
+
+
+@pytest.mark.parametrize("raw", [{"lintOn": "sometimes"}, {"debounceMs": -1}, {"severity": {"x": "loud"}},
+                                 {"select": [1]}])
+def test_bad_settings_keep_defaults(raw: dict):
+    settings, problems = parse_settings(raw)
+    assert settings == Settings() and len(problems) == 1
+
+
+def test_partial_update_keeps_the_rest():
+    base, _ = parse_settings({"select": ["checkpoint"], "lintOn": "save"})
+    settings, _ = parse_settings({"lintOn": "change"}, base)
+    assert settings.select == ("checkpoint",) and settings.lint_on == "change"
+    assert not has_settings(None) and not has_settings({"rootrank": {}}) and has_settings({"select": []})
+
+
+def test_severity_override_longest_prefix_wins():
+    settings, _ = parse_settings({"severity": {"checkpoint": "hint", "checkpoint.reentrant-ddp": "error"}})
+    assert settings.severity_for("checkpoint.reentrant-ddp") == "error"
+    assert settings.severity_for("checkpoint.use-reentrant-explicit") == "hint"
+    assert settings.severity_for("memory.cuda-oom") is None
+
+
+@pytest.mark.parametrize(("uri", "language", "is_log"), [
+    ("file:///r/slurm-123.out", "plaintext", True), ("file:///r/train.log", None, True),
+    ("file:///r/x.err", None, True), ("file:///r/notes.txt", "log", True), ("file:///r/train.py", "python", False),
+])
+def test_log_documents(uri: str, language: str | None, is_log: bool):
+    assert Settings().is_log(uri, language) is is_log
+
+
+SOURCE = """\
+import torch
+import torch.utils.checkpoint as cp
+from torch.nn.parallel import DistributedDataParallel as DDP
+from peft import get_peft_model
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        for i, block in enumerate(self.blocks):
+            if i % 2 == 0:
+                x = cp.checkpoint(block, x, use_reentrant=False)
+        return x
+
+    def checkpoint(self):
+        return self.checkpoint()
+
+
+model = DDP(torch.compile(M()), static_graph=True)
+"""
+
+
+def test_call_reader():
+    facts = read_file(SOURCE)
+    assert facts is not None
+    names = [(c.name, c.line) for c in facts.calls]
+    assert names == [("checkpoint", 11), ("DistributedDataParallel", 18), ("compile", 18)]
+    [checkpoint] = facts.checkpoint_calls()
+    assert checkpoint.keywords == {"use_reentrant": "False"}
+    assert checkpoint.loops == ("for i, block in enumerate(self.blocks)",)
+    assert checkpoint.conditions == ("i % 2 == 0",)
+    assert set(facts.features) == {"DDP", "PEFT", "compile"}
+    assert facts.at(11, 20) is checkpoint and facts.at(12, 0) is None
+    assert read_file("def broken(:\n") is None
+
+
+def test_environment_reads_metadata_only(tmp_path: Path):
+    site = tmp_path / "venv" / "lib" / "python3.12" / "site-packages"
+    (site / "torch-2.5.1+cu121.dist-info").mkdir(parents=True)
+    (site / "torch-2.5.1+cu121.dist-info" / "METADATA").write_text("Name: torch\nVersion: 2.5.1+cu121\n")
+    (site / "transformers-4.46.0.dist-info").mkdir()
+    env = find_environment(str(tmp_path / "venv" / "bin" / "python"), ())
+    assert env.version("torch") == "2.5.1+cu121" and env.version("transformers") == "4.46.0"
+    assert env.where == str(site)
