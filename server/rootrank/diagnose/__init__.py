@@ -23,7 +23,6 @@ from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
 from rootrank.diagnose.read import InputError, Source, expand_paths
 from rootrank.diagnose.report import build_diagnosis
 from rootrank.diagnose.select import select_lines
-from rootrank.diagnose.stacks import STACK_LITERALS
 from rootrank.library import Library, load_library
 from rootrank.model import Diagnosis
 
@@ -41,10 +40,12 @@ class Pipeline:
         self.census = RankCensus()
 
     def prefilter(self, sample: bytes) -> Prefilter:
+        """The prefilter for a source, tuned to its first bytes; the matcher follows its anchors."""
         patterns = self.library.patterns
-        return Prefilter([p.literal for p in patterns if not p.ignore_case] + list(STRUCTURAL_LITERALS)
-                         + list(STACK_LITERALS),
-                         [p.literal for p in patterns if p.ignore_case], sample)
+        prefilter = Prefilter([p.literal for p in patterns if not p.ignore_case] + list(STRUCTURAL_LITERALS),
+                              [p.literal for p in patterns if p.ignore_case], sample)
+        self.matcher.use_anchors(prefilter.anchors)
+        return prefilter
 
     def feed_stream(self, source: str, handle: BinaryIO, path_hint: str | None = None,
                     on_progress: Callable[[int], None] | None = None) -> None:

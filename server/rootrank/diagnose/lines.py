@@ -28,7 +28,7 @@ class LineScanner:
 
     @property
     def wants_every_line(self) -> bool:
-        return self.launcher.wants_every_line
+        return self.launcher.wants_every_line or self.tracebacks.inside_traceback
 
     def scan(self, source: str, lines: Iterable[tuple[int, str]], path_hint: str | None = None) -> Iterator[LogLine]:
         """LogLines for (physical number, raw line) pairs, which may be a selection of the source's lines."""

@@ -15,47 +15,67 @@ from rootrank.library import Library, LogPattern
 
 
 class Matcher:
-    def __init__(self, library: Library) -> None:
-        by_literal: dict[str, list[LogPattern]] = defaultdict(list)
-        by_folded: dict[str, list[LogPattern]] = defaultdict(list)
+    """Which patterns to run on a line: found through the prefilter's anchors (rare first characters,
+    so the regex engine's skip loop is fast), then confirmed by the literal itself."""
+
+    def __init__(self, library: Library, anchors: tuple[bytes, ...] | None = None) -> None:
+        self._exact: dict[str, list[LogPattern]] = defaultdict(list)
+        self._folded: dict[str, list[LogPattern]] = defaultdict(list)
         for pattern in library.patterns:
             if pattern.ignore_case:
-                by_folded[pattern.literal.lower()].append(pattern)
+                self._folded[pattern.literal.lower()].append(pattern)
             else:
-                by_literal[pattern.literal].append(pattern)
-        self._by_literal = tuple((lit, tuple(ps)) for lit, ps in by_literal.items())
-        self._by_folded = tuple((lit, tuple(ps)) for lit, ps in by_folded.items())
-        # One C-level search decides whether a line holds any literal at all; most lines hold none.
-        self._gate = _literal_gate(list(by_literal), 0)
-        self._folded_gate = _literal_gate(list(by_folded), re.IGNORECASE)
+                self._exact[pattern.literal].append(pattern)
+        if anchors is None:
+            anchors = tuple(a.encode() for a in list(self._exact) + list(self._folded))
+        self.use_anchors(anchors)
+
+    def use_anchors(self, anchors: tuple[bytes, ...]) -> None:
+        """Index the literals by the anchors the prefilter chose for this log."""
+        texts = sorted({a.decode("utf-8", "replace") for a in anchors}, key=len, reverse=True)
+        index: dict[str, set[str]] = {}
+        for anchor in texts:
+            literals = {lit for lit in self._exact if anchor in lit}
+            literals |= {lit for lit in self._folded if anchor.lower() in lit}
+            index[anchor] = literals
+        # The engine reports the longest anchor at a position; anchors starting there are its prefixes.
+        self._literals_at: dict[str, frozenset[str]] = {
+            anchor: frozenset(lit for other in texts if anchor.startswith(other) for lit in index[other])
+            for anchor in texts}
+        self._anchor_regex = _literal_gate(texts, 0)
 
     def match(self, text: str) -> list[tuple[LogPattern, re.Match[str]]]:
         """The first matching pattern of each entry, for one line."""
-        if not (self._gate is not None and self._gate.search(text)) and \
-                not (self._folded_gate is not None and self._folded_gate.search(text)):
+        regex = self._anchor_regex
+        if regex is None:
             return []
+        literals: set[str] = set()
+        pos = 0
+        while True:
+            m = regex.search(text, pos)
+            if m is None:
+                break
+            literals |= self._literals_at[m.group()]
+            pos = m.start() + 1
+        if not literals:
+            return []
+        folded_text = text.lower() if self._folded else ""
+        patterns: list[LogPattern] = []
+        for literal in sorted(literals):
+            if literal in self._exact and literal in text:
+                patterns.extend(self._exact[literal])
+            if literal in self._folded and literal in folded_text:
+                patterns.extend(self._folded[literal])
         found: list[tuple[LogPattern, re.Match[str]]] = []
         seen_entries: set[str] = set()
-        for literal, patterns in self._by_literal:
-            if literal in text:
-                self._run(patterns, text, found, seen_entries)
-        if self._by_folded:
-            folded = text.lower()
-            for literal, patterns in self._by_folded:
-                if literal in folded:
-                    self._run(patterns, text, found, seen_entries)
-        return found
-
-    @staticmethod
-    def _run(patterns: tuple[LogPattern, ...], text: str, found: list[tuple[LogPattern, re.Match[str]]],
-             seen_entries: set[str]) -> None:
-        for pattern in patterns:
+        for pattern in sorted(patterns, key=lambda p: (p.entry_id, p.name)):
             if pattern.entry_id in seen_entries:
                 continue
             m = pattern.regex.search(text)
             if m:
                 found.append((pattern, m))
                 seen_entries.add(pattern.entry_id)
+        return found
 
 
 def _literal_gate(literals: list[str], flags: int) -> re.Pattern[str] | None:

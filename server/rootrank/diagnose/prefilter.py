@@ -4,21 +4,24 @@ Every log pattern carries a literal that any match contains; so do the structura
 needs (traceback headers, launcher reports). A line without any of them cannot produce an event, so
 only lines holding one are decoded and run through the per-line pipeline.
 
-For each literal we pick an *anchor*, a substring that starts with a byte that is rare in this log
-(byte frequencies from a sample), and compile the anchors into one byte regex grouped by first byte.
-CPython's regex engine then skips ahead with a tight charset loop and rarely stops: the scan runs at
-hundreds of MB/s where testing every line in Python runs at a few. The optional Hyperscan engine
-(`pip install rootrank[fast]`) finds the same anchors; both select exactly the lines that contain an
-anchor, so the results are identical.
+For each literal we pick an *anchor*: a short substring starting at a byte that is rare in this log
+(byte frequencies from a sample), preferring bytes already chosen for other literals, so that the set
+of first bytes stays small and rare. The anchors are compiled into one byte regex grouped by first
+byte; CPython's regex engine then skips ahead with a tight charset loop and rarely stops. The optional
+Hyperscan engine (`pip install rootrank[fast]`) looks for the very same anchors, so both engines select
+exactly the same lines and give the same diagnosis; `ROOTRANK_ENGINE=python|hyperscan` forces one.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from typing import Any
 
 ANCHOR_LEN = 6
+MIN_ANCHOR_LEN = 3
 # Lines the pipeline needs even though no entry matches them (traceback structure, launcher reports).
 STRUCTURAL_LITERALS = (
     "Traceback (most recent call last)",
@@ -31,61 +34,131 @@ STRUCTURAL_LITERALS = (
     "srun: error:",
     "Process name: [[",
     "Exit code:",
-    "distributed_c10d.py",
     "world size",
     "world_size",
     "WORLD_SIZE",
     "MEMBER: ",
-    "nranks",
 )
 
 
-def choose_anchor(literal: bytes, frequency: Counter[int]) -> bytes:
-    """The substring of `literal` whose first byte is rarest in the sample (ties: earliest)."""
-    if len(literal) <= ANCHOR_LEN:
-        return literal
-    best, best_score = 0, None
-    for i in range(len(literal) - ANCHOR_LEN + 1):
-        score = frequency[literal[i]]
-        if best_score is None or score < best_score:
-            best, best_score = i, score
-    return literal[best: best + ANCHOR_LEN]
+def choose_anchors(literals: Iterable[bytes], frequency: Counter[int]) -> set[bytes]:
+    """One anchor per literal; the literals with the fewest rare bytes choose first, then the others
+    reuse a first byte already chosen when they can (the cost is the union of first bytes)."""
+    def starts(lit: bytes) -> range:
+        return range(max(1, len(lit) - MIN_ANCHOR_LEN + 1))
 
-
-def _fold(data: bytes) -> bytes:
-    return data.lower()
+    chosen_bytes: set[int] = set()
+    anchors: set[bytes] = set()
+    unique = sorted(set(literals), key=lambda lit: (-min(frequency[lit[i]] for i in starts(lit)), lit))
+    for literal in unique:
+        best = min(starts(literal),
+                   key=lambda i: (0 if literal[i] in chosen_bytes else frequency[literal[i]], frequency[literal[i]]))
+        chosen_bytes.add(literal[best])
+        anchors.add(literal[best: best + ANCHOR_LEN])
+    return anchors
 
 
 class Prefilter:
     """Selects lines containing any literal (case-sensitive ones as given, the others case-folded)."""
 
-    def __init__(self, literals: Iterable[str], folded_literals: Iterable[str] = (), sample: bytes = b"") -> None:
-        frequency: Counter[int] = Counter(sample[:1 << 20])
-        exact = {lit.encode("utf-8") for lit in literals if lit}
-        folded = {lit.lower().encode("utf-8") for lit in folded_literals if lit}
-        anchors = {choose_anchor(lit, frequency) for lit in exact}
-        folded_anchors = {choose_anchor(lit, frequency) for lit in folded}
+    def __init__(self, literals: Iterable[str], folded_literals: Iterable[str] = (), sample: bytes = b"",
+                 engine: str | None = None) -> None:
+        frequency: Counter[int] = Counter(sample[: 1 << 20])
+        exact = [lit.encode("utf-8") for lit in literals if lit]
+        anchors = choose_anchors(exact, frequency)
+        # A case-insensitive literal becomes every case variant of a short piece of it, so that one
+        # case-sensitive scan serves both kinds (a case-insensitive regex loses the fast skip loop).
+        for literal in folded_literals:
+            anchors.update(_case_variants(_fewest_letters(literal.lower().encode("utf-8"), frequency)))
         self.anchors = tuple(sorted(anchors))
-        self.folded_anchors = tuple(sorted(folded_anchors))
-        self._regex = _grouped_regex(self.anchors, re.NOFLAG) if anchors else None
-        self._folded_regex = _grouped_regex(self.folded_anchors, re.IGNORECASE) if folded_anchors else None
+        self._regex = _grouped_regex(self.anchors, 0) if self.anchors else None
+        self.engine = _pick_engine(engine)
+        self._hs: Any = _hyperscan_db(self.anchors) if self.engine == "hyperscan" else None
 
-    def next_candidate(self, buf: bytes, pos: int, end: int) -> int:
-        """Offset of the next anchor at or after `pos` (before `end`), or -1."""
-        found = -1
-        if self._regex is not None:
-            m = self._regex.search(buf, pos, end)
-            if m:
-                found = m.start()
-                end = found
-        if self._folded_regex is not None:
-            m = self._folded_regex.search(buf, pos, end)
-            if m:
-                found = m.start()
-        return found
+    def candidates(self, buf: bytes, start: int, end: int) -> list[int]:
+        """Start offsets of the lines in buf[start:end] that hold an anchor, ascending."""
+        if self._hs is not None:
+            return self._hyperscan_candidates(buf, start, end)
+        out: list[int] = []
+        pos = start
+        while pos < end:
+            hit = self._next_hit(buf, pos, end)
+            if hit < 0:
+                break
+            line_start = buf.rfind(b"\n", pos, hit) + 1
+            out.append(max(line_start, pos))
+            eol = buf.find(b"\n", hit, end)
+            if eol < 0:
+                break
+            pos = eol + 1
+        return out
 
-    def line_matches(self, line: bytes) -> bool:
-        return self.next_candidate(line, 0, len(line)) >= 0
+    def _next_hit(self, buf: bytes, pos: int, end: int) -> int:
+        if self._regex is None:
+            return -1
+        m = self._regex.search(buf, pos, end)
+        return m.start() if m else -1
+
+    def _hyperscan_candidates(self, buf: bytes, start: int, end: int) -> list[int]:
+        hits: list[int] = []
+
+        def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            hits.append(to)
+
+        self._hs.scan(buf[start:end], match_event_handler=on_match)
+        starts: list[int] = []
+        last_line_end = -1
+        for to in sorted(hits):
+            absolute = start + to - 1  # offset of the anchor's last byte
+            if absolute <= last_line_end:
+                continue
+            line_start = buf.rfind(b"\n", start, absolute) + 1
+            line_end = buf.find(b"\n", absolute, end)
+            starts.append(max(line_start, start))
+            last_line_end = end if line_end < 0 else line_end
+        return starts
+
+
+def _pick_engine(engine: str | None) -> str:
+    wanted = (engine or os.environ.get("ROOTRANK_ENGINE") or "auto").lower()
+    if wanted == "python":
+        return "python"
+    try:
+        import hyperscan  # type: ignore[import-not-found]  # noqa: F401
+    except ImportError:
+        if wanted == "hyperscan":
+            raise RuntimeError("ROOTRANK_ENGINE=hyperscan, but hyperscan is not installed "
+                               "(pip install 'rootrank[fast]')") from None
+        return "python"
+    return "hyperscan"
+
+
+def _fewest_letters(literal: bytes, frequency: Counter[int]) -> bytes:
+    """A MIN_ANCHOR_LEN piece of a case-folded literal with the fewest letters (fewest case variants)."""
+    if len(literal) <= MIN_ANCHOR_LEN:
+        return literal
+    pieces = [literal[i: i + MIN_ANCHOR_LEN] for i in range(len(literal) - MIN_ANCHOR_LEN + 1)]
+    return min(pieces, key=lambda p: (sum(chr(b).isalpha() for b in p), frequency[p[0]], p))
+
+
+def _case_variants(piece: bytes) -> set[bytes]:
+    variants = {b""}
+    for byte in piece:
+        char = bytes([byte])
+        options = {char.lower(), char.upper()}
+        variants = {v + o for v in variants for o in options}
+    return variants
+
+
+def _hyperscan_db(exact: tuple[bytes, ...]) -> Any:
+    import hyperscan
+
+    expressions = [re.escape(a) for a in exact]
+    flags = [0] * len(exact)
+    db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    db.compile(expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions),
+               flags=flags)
+    return db
 
 
 def _grouped_regex(anchors: tuple[bytes, ...], flags: int) -> re.Pattern[bytes]:
@@ -97,20 +170,5 @@ def _grouped_regex(anchors: tuple[bytes, ...], flags: int) -> re.Pattern[bytes]:
     parts = []
     for first, rests in sorted(groups.items()):
         alternatives = sorted({re.escape(r) for r in rests}, key=len, reverse=True)
-        if b"" in {r for r in rests}:
-            parts.append(re.escape(first))
-        else:
-            parts.append(re.escape(first) + b"(?:" + b"|".join(alternatives) + b")")
+        parts.append(re.escape(first) + b"(?:" + b"|".join(alternatives) + b")")
     return re.compile(b"|".join(parts), flags)
-
-
-def split_lines(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int]]:
-    """(start, end) of each line in buf[start:end], end exclusive and without the newline."""
-    pos = start
-    while pos < end:
-        eol = buf.find(b"\n", pos, end)
-        if eol < 0:
-            yield pos, end
-            return
-        yield pos, eol
-        pos = eol + 1

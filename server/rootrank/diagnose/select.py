@@ -4,7 +4,7 @@ Only lines that can matter are decoded and run through it: the first HEAD_LINES 
 (start-up output, where the prefix dialect is learnt), every line holding a prefilter anchor (any
 entry's literal or a structural marker such as a traceback header or a launcher report), and every
 line while the pipeline asks for dense input (inside a launcher's error table). Everything else is
-only counted, and swept by the rank census (who printed at all), in C, chunk by chunk.
+only counted; the first and last chunks are also swept by the rank census (who printed at all) in C.
 
 This is the same for a pasted selection and a 10 GiB log, whichever engine finds the anchors, so
 every input size and every engine gives the same diagnosis. Line numbers count every physical line.
@@ -12,13 +12,19 @@ every input size and every engine gives the same diagnosis. Line numbers count e
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Generator, Iterator
 from typing import BinaryIO
 
 from rootrank.diagnose.prefilter import Prefilter
 
 HEAD_LINES = 200
 CHUNK_BYTES = 8 << 20
+# The rank census sweeps the first and the last chunks of a source: every rank prints at start-up, and
+# the end is where runs die. Sweeping every chunk would cost as much as the prefilter itself.
+CENSUS_HEAD_CHUNKS = 1
+CENSUS_TAIL_CHUNKS = 1
+CENSUS_BYTES = 4 << 20
 MAX_LINE_BYTES = 8 << 20
 
 Census = Callable[[bytes, int, int], None]
@@ -30,17 +36,24 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+CandidateSource = Callable[[bytes, int, int], list[int]]  # (buf, end, absolute offset of buf) -> line starts
+
+
 def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], dense: Callable[[], bool],
-                 census: Census, on_progress: Callable[[int], None] | None = None) -> Iterator[tuple[int, str]]:
+                 census: Census, on_progress: Callable[[int], None] | None = None,
+                 candidate_source: CandidateSource | None = None) -> Iterator[tuple[int, str]]:
     """(1-based physical line number, decoded line) for every selected line of the stream.
 
-    `prefilter_for(sample)` builds the prefilter from the first chunk; `census(buf, start, end)` sees
-    every byte range once.
+    `prefilter_for(sample)` builds the prefilter from the first chunk; `census(buf, start, end)` sweeps
+    the head and tail chunks. `candidate_source`, when given, supplies the candidate line starts of a
+    chunk (computed ahead, e.g. in parallel); it must agree with the prefilter.
     """
     line_no = 0  # physical lines before buf[0]
     offset = 0
     pending = b""
     prefilter: Prefilter | None = None
+    chunk_index = 0
+    unswept: deque[tuple[bytes, int]] = deque(maxlen=1)
     while True:
         chunk = handle.read(CHUNK_BYTES)
         buf = pending + chunk if pending else chunk
@@ -58,22 +71,31 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
         pending = buf[cut:]
         if prefilter is None:
             prefilter = prefilter_for(buf[: 1 << 20])
-        census(buf, 0, cut)
-        yield from _select_in(buf, cut, line_no, prefilter, dense)
-        line_no += buf.count(b"\n", 0, cut)
-        if cut == len(buf) and not buf.endswith(b"\n"):
-            line_no += 1
+        if chunk_index < CENSUS_HEAD_CHUNKS:
+            census(buf, 0, min(cut, CENSUS_BYTES))
+        else:
+            unswept.append((buf, cut))
+        chunk_index += 1
+        if candidate_source is not None:
+            candidates = candidate_source(buf, cut, offset)
+        else:
+            candidates = prefilter.candidates(buf, 0, cut)
+        line_no = yield from _select_in(buf, cut, line_no, candidates, dense)
         offset += cut
         if on_progress is not None:
             on_progress(offset)
         if not chunk:
             break
+    for buf, cut in list(unswept)[-CENSUS_TAIL_CHUNKS:]:
+        census(buf, max(0, cut - CENSUS_BYTES), cut)
 
 
-def _select_in(buf: bytes, end: int, line_no: int, prefilter: Prefilter,
-               dense: Callable[[], bool]) -> Iterator[tuple[int, str]]:
+def _select_in(buf: bytes, end: int, line_no: int, candidates: list[int],
+               dense: Callable[[], bool]) -> Generator[tuple[int, str], None, int]:
+    """Yield the selected lines of buf[:end]; return the number of lines counted so far."""
     pos = 0
     number = line_no  # the number of the line that starts at pos, minus one
+    index = 0
     while pos < end:
         if number < HEAD_LINES or dense():
             eol = buf.find(b"\n", pos, end)
@@ -82,13 +104,19 @@ def _select_in(buf: bytes, end: int, line_no: int, prefilter: Prefilter,
             yield number, _decode(buf[pos:eol])
             pos = eol + 1
             continue
-        hit = prefilter.next_candidate(buf, pos, end)
-        if hit < 0:
-            return
-        start = max(buf.rfind(b"\n", pos, hit) + 1, pos)
+        while index < len(candidates) and candidates[index] < pos:
+            index += 1
+        if index == len(candidates):
+            break
+        start = candidates[index]
         number += buf.count(b"\n", pos, start)
-        eol = buf.find(b"\n", hit, end)
+        eol = buf.find(b"\n", start, end)
         eol = end if eol < 0 else eol
         number += 1
         yield number, _decode(buf[start:eol])
         pos = eol + 1
+    if pos < end:
+        number += buf.count(b"\n", pos, end)
+        if not buf.endswith(b"\n", 0, end):
+            number += 1
+    return number

@@ -33,7 +33,3 @@ def detect_stacks(text: str) -> set[str]:
         if literal in text and (confirm is None or confirm.search(text)):
             found.add(stack)
     return found
-
-
-# Literals that make the prefilter hand a line over for stack detection (Ray's prefix is on every line).
-STACK_LITERALS = tuple(sorted({literal for stack, literal, _ in _SIGNS if stack != "ray"}))

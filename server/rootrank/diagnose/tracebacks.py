@@ -18,6 +18,7 @@ _CHAIN_MARKERS = (
 _RECORD_START = re.compile(r"^(?:\[|[IWEF]\d{4}\s|\d{4}-\d\d-\d\d|INFO|WARNING|ERROR|DEBUG|CRITICAL|\d+it\b|\s*\d+%\|)")
 MAX_CONTINUATION = 20
 MAX_FRAMES_LINES = 5000
+DENSE_WINDOW = 400
 
 
 @dataclass
@@ -31,6 +32,19 @@ class TracebackGrouper:
     def __init__(self) -> None:
         self._states: dict[Hashable, _State] = {}
         self._next_block = 0
+        self._open: dict[Hashable, int] = {}  # streams inside a traceback's frames -> header line number
+        self._last_number = 0
+
+    @property
+    def inside_traceback(self) -> bool:
+        """Some stream is between a traceback header and its exception line: every line may matter
+        (frames name the libraries and the collective; the exception line may hold no literal).
+        A header whose stream falls silent stops counting after DENSE_WINDOW lines."""
+        if self._open:
+            horizon = self._last_number - DENSE_WINDOW
+            for stream in [s for s, since in self._open.items() if since < horizon]:
+                del self._open[stream]
+        return bool(self._open)
 
     def _new_block(self) -> int:
         self._next_block += 1
@@ -42,6 +56,7 @@ class TracebackGrouper:
         Distances are measured in line numbers, not lines seen, so the grouping is the same whether or
         not the lines in between were handed over (big logs pass only selected lines).
         """
+        self._last_number = number
         state = self._states.get(stream)
         if state is None:
             state = self._states[stream] = _State()
@@ -50,9 +65,12 @@ class TracebackGrouper:
             if state.phase != "chain":
                 state.block = self._new_block()
             state.phase, state.since = "frames", number
+            self._open[stream] = number
             return state.block, False
         if state.phase == "idle":
             return 0, False
+        if state.phase == "frames" and number - state.since >= MAX_FRAMES_LINES:
+            self._open.pop(stream, None)
         if stripped in _CHAIN_MARKERS:
             state.phase = "chain"
             return state.block, False
@@ -67,6 +85,7 @@ class TracebackGrouper:
             if (text[:1].isspace() or stripped.startswith(("...", "^"))) and number - state.since < MAX_FRAMES_LINES:
                 return state.block, False
             state.phase, state.since = "after_exception", number
+            self._open.pop(stream, None)
             return state.block, True
         # after_exception: blank lines may precede a chain marker; other lines may continue the message.
         if not stripped:
