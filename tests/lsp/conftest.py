@@ -62,7 +62,9 @@ def initialize_params(spec: str, root: Path, options: dict[str, Any] | None = No
 async def client(request: pytest.FixtureRequest, lsp_client: LanguageClient, tmp_path: Path):
     root = make_workspace(tmp_path)
     lsp_client.root = root  # type: ignore[attr-defined]
-    await lsp_client.initialize_session(initialize_params(request.param, root))
+    result = await lsp_client.initialize_session(initialize_params(request.param, root))
+    lsp_client.encoding = str(getattr(result.capabilities.position_encoding, "value",  # type: ignore[attr-defined]
+                                      result.capabilities.position_encoding) or "utf-16")
     yield
     await lsp_client.shutdown_session()
 

@@ -51,18 +51,28 @@ async def diagnostics_for(client: LanguageClient, uri: str, version: int | None 
     return [d for d in result if d is not None]
 
 
-def apply_edits(text: str, edits: Sequence[types.TextEdit]) -> str:
-    """Apply LSP edits (UTF-16 positions) to `text`, last first."""
+def units(text: str, encoding: str) -> int:
+    """Length of `text` in the code units of a position encoding."""
+    if encoding == "utf-8":
+        return len(text.encode("utf-8"))
+    if encoding == "utf-32":
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+def encoding_of(client: LanguageClient) -> str:
+    """The position encoding the server chose (recorded by the fixtures), UTF-16 when none was."""
+    return getattr(client, "encoding", None) or "utf-16"
+
+
+def apply_edits(text: str, edits: Sequence[types.TextEdit], encoding: str = "utf-16") -> str:
+    """Apply LSP edits to `text` (positions in `encoding` units), last first."""
     lines = text.split("\n")
 
     def offset(position: types.Position) -> int:
         line = lines[position.line] if position.line < len(lines) else ""
-        units = 0
         column = 0
-        for char in line:
-            if units >= position.character:
-                break
-            units += 2 if ord(char) > 0xFFFF else 1
+        while column < len(line) and units(line[: column + 1], encoding) <= position.character:
             column += 1
         return sum(len(x) + 1 for x in lines[: position.line]) + column
 

@@ -7,7 +7,15 @@ import ast
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from tests.lsp.lsp_helpers import apply_edits, change_document, diagnostics_for, edits_of, open_document
+from tests.lsp.lsp_helpers import (
+    apply_edits,
+    change_document,
+    diagnostics_for,
+    edits_of,
+    encoding_of,
+    open_document,
+    units,
+)
 
 RULE = "checkpoint.use-reentrant-explicit"
 
@@ -44,6 +52,22 @@ async def test_diagnostic_on_checkpoint_call(client: LanguageClient):
     data = diagnostic.data
     assert data["rule"] == RULE and data["version"] == 1
     assert [f["applicability"] for f in data["fixes"]] and data["noqa"]
+
+
+async def test_positions_after_non_ascii_text(client: LanguageClient):
+    """Columns are code points in rootrank and UTF-16 (or the negotiated encoding) units in LSP."""
+    line = 'label = "é😀"; y = checkpoint(block, x)'
+    source = f"from torch.utils.checkpoint import checkpoint\n{line}\n"
+    uri = open_document(client, "unicode.py", source)
+    diagnostic = _call_diagnostic(await diagnostics_for(client, uri, version=1, min_count=1))
+    encoding = encoding_of(client)
+    assert diagnostic.range.start == types.Position(1, units(line[: line.index("checkpoint(")], encoding))
+    assert diagnostic.range.end.character == units(line[: line.index("(block")], encoding)
+    [preferred] = [a for a in await client.text_document_code_action_async(types.CodeActionParams(
+        types.TextDocumentIdentifier(uri), diagnostic.range, types.CodeActionContext(diagnostics=[diagnostic])))
+        or [] if isinstance(a, types.CodeAction) and a.is_preferred]
+    fixed = apply_edits(source, edits_of(preferred, uri), encoding).splitlines()[1]
+    assert fixed.startswith('label = "é😀"; y = checkpoint(block, x, use_reentrant=')
 
 
 async def test_hover_explains_use_reentrant(client: LanguageClient):
@@ -87,7 +111,7 @@ async def test_quick_fix_applies_and_parses(client: LanguageClient):
     fixes = [a for a in actions if isinstance(a, types.CodeAction) and "use_reentrant" in a.title]
     assert [a for a in fixes if a.is_preferred], "the engine's preferred fix is marked"
     for action in fixes:
-        fixed = apply_edits(TRAIN, edits_of(action, uri))
+        fixed = apply_edits(TRAIN, edits_of(action, uri), encoding_of(client))
         ast.parse(fixed)  # still valid Python
         call = fixed.splitlines()[CALL_LINE]
         assert "use_reentrant=" in call and call.rstrip().endswith("# é 😀 non-ASCII before the fix point")
@@ -95,7 +119,7 @@ async def test_quick_fix_applies_and_parses(client: LanguageClient):
             action.title.removesuffix(" (unsafe)"))]["applicability"] != "safe"
         assert ("unsafe" in action.title.lower()) == unsafe
     # After applying, the server re-checks and the diagnostic goes away.
-    change_document(client, uri, 2, apply_edits(TRAIN, edits_of(fixes[0], uri)))
+    change_document(client, uri, 2, apply_edits(TRAIN, edits_of(fixes[0], uri), encoding_of(client)))
     assert not [d for d in await diagnostics_for(client, uri, version=2) if d.code == RULE]
 
 
@@ -108,7 +132,7 @@ async def test_fix_all_is_safe_only(client: LanguageClient):
         types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.SourceFixAll])))
     assert actions
     [fix_all] = [a for a in actions if isinstance(a, types.CodeAction) and a.kind == "source.fixAll.rootrank"]
-    fixed = apply_edits(source, edits_of(fix_all, uri))
+    fixed = apply_edits(source, edits_of(fix_all, uri), encoding_of(client))
     ast.parse(fixed)
     safe_texts = {e["newText"] for d in diagnostics for f in d.data["fixes"] if f["applicability"] == "safe"
                   for e in f["edits"]}
@@ -125,7 +149,7 @@ async def test_noqa_action(client: LanguageClient):
     actions = await client.text_document_code_action_async(types.CodeActionParams(
         types.TextDocumentIdentifier(uri), diagnostic.range, types.CodeActionContext(diagnostics=[diagnostic])))
     [ignore] = [a for a in actions or [] if isinstance(a, types.CodeAction) and a.title == f"Ignore {RULE} on this line"]
-    fixed = apply_edits(TRAIN, edits_of(ignore, uri))
+    fixed = apply_edits(TRAIN, edits_of(ignore, uri), encoding_of(client))
     # The line already had a comment: the noqa goes at its end.
     assert fixed.splitlines()[CALL_LINE].endswith(f"# é 😀 non-ASCII before the fix point  # noqa: {RULE}")
     change_document(client, uri, 2, fixed)
@@ -139,7 +163,7 @@ async def test_noqa_extends_existing_list(client: LanguageClient):
     actions = await client.text_document_code_action_async(types.CodeActionParams(
         types.TextDocumentIdentifier(uri), diagnostic.range, types.CodeActionContext(diagnostics=[diagnostic])))
     [ignore] = [a for a in actions or [] if isinstance(a, types.CodeAction) and a.title.startswith("Ignore")]
-    assert apply_edits(source, edits_of(ignore, uri)).splitlines()[CALL_LINE].endswith(f"# noqa: E501, {RULE}")
+    assert apply_edits(source, edits_of(ignore, uri), encoding_of(client)).splitlines()[CALL_LINE].endswith(f"# noqa: E501, {RULE}")
 
 
 async def test_settings_select_ignore_and_severity(client: LanguageClient):
