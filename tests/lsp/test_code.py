@@ -154,6 +154,12 @@ async def test_noqa_action(client: LanguageClient):
     assert fixed.splitlines()[CALL_LINE].endswith(f"# é 😀 non-ASCII before the fix point  # noqa: {RULE}")
     change_document(client, uri, 2, fixed)
     assert not [d for d in await diagnostics_for(client, uri, version=2) if d.code == RULE]
+    # Hover on the id in the comment: the entry's docs.
+    line = fixed.splitlines()[CALL_LINE]
+    column = units(line[: line.index(RULE) + 4], encoding_of(client))
+    hover = await client.text_document_hover_async(types.HoverParams(
+        types.TextDocumentIdentifier(uri), types.Position(CALL_LINE, column)))
+    assert hover is not None and "silenced on this line" in hover.contents.value  # type: ignore[union-attr]
 
 
 async def test_noqa_extends_existing_list(client: LanguageClient):

@@ -9,6 +9,7 @@ On a log line with a diagnosis: the fix and the verify command (see logs.py).
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -269,6 +270,26 @@ def _diagnostic_markdown(diagnostic: types.Diagnostic) -> str:
     return f"{head}\n\n{text.strip()}" if text else head
 
 
+def _noqa_section(lines: Lines, position: types.Position) -> tuple[str, types.Range] | None:
+    """`rootrank explain <id>` for the id under the cursor in a `# noqa: a, b` comment."""
+    from rootrank.lsp.noqa import NOQA
+
+    text = lines.line(position.line)
+    match = NOQA.search(text)
+    column = lines.column(position)
+    if match is None or not match.group("codes") or not match.start("codes") <= column <= match.end("codes"):
+        return None
+    for code in re.finditer(r"[\w.\-]+", match.group("codes")):
+        first, last = match.start("codes") + code.start(), match.start("codes") + code.end()
+        if first <= column <= last:
+            markdown = engine.explain(code.group())
+            if markdown is None:
+                return None
+            return (f"**rootrank `{code.group()}`** (silenced on this line)\n\n{markdown.strip()}",
+                    lines.range(position.line + 1, first + 1, position.line + 1, last + 1))
+    return None
+
+
 def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
     uri, position = params.text_document.uri, params.position
     document = ls.document(uri)
@@ -294,6 +315,11 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
                 env = find_environment(ls.settings.python, _roots(ls))
                 sections.append(call_markdown(call, facts, env))
                 hover_range = lines.range(call.line, call.column + 1, call.end_line, call.end_column + 1)
+    lines = lines or Lines(document.source, encoding_name(ls.workspace.position_encoding))
+    noqa = _noqa_section(lines, position)
+    if noqa is not None:
+        sections.append(noqa[0])
+        hover_range = hover_range or noqa[1]
     state = ls.state(uri)
     if state is not None and state.published_version == document.version:
         for diagnostic in state.diagnostics:
