@@ -40,6 +40,7 @@ export class RootrankServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private starting: Promise<LanguageClient | undefined> | undefined;
   private workspacePython: string | undefined;
+  private interpreter: string | undefined;
 
   constructor(private readonly context: vscode.ExtensionContext, readonly channel: vscode.LogOutputChannel) {}
 
@@ -68,6 +69,7 @@ export class RootrankServer implements vscode.Disposable {
       });
       return undefined;
     }
+    this.interpreter = interp.command;
     const launch = serverLaunch(interp, client.importStrategy, this.context.asAbsolutePath('bundled'), process.env);
     this.channel.info(`starting: ${launch.command} ${launch.args.join(' ')} (interpreter from ${interp.source}, ${client.importStrategy})`);
     const serverOptions: ServerOptions = {
@@ -80,6 +82,20 @@ export class RootrankServer implements vscode.Disposable {
       outputChannel: this.channel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: serverPayload(toServerSettings(cfg, this.workspacePython ?? interp.command)),
+      middleware: {
+        workspace: {
+          // The server pulls its section (workspace/configuration): answer with the server's names
+          // (severity, logPatterns, python), not VS Code's raw `rootrank.*` values.
+          configuration: async (params, token, next) => {
+            const result = await next(params, token);
+            if (!Array.isArray(result)) return result;
+            return params.items.map((item, i): unknown => item.section === 'rootrank'
+              ? toServerSettings(vscode.workspace.getConfiguration('rootrank', item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined),
+                this.workspacePython ?? interp.command)
+              : result[i]);
+          },
+        },
+      },
     };
     const lc = new LanguageClient('rootrank', 'rootrank', serverOptions, clientOptions);
     try {
@@ -98,7 +114,7 @@ export class RootrankServer implements vscode.Disposable {
   /** Pushes changed settings to the running server (no restart needed for these). */
   async pushSettings(): Promise<void> {
     if (!this.client?.isRunning()) return;
-    const payload = serverPayload(toServerSettings(this.config(), this.workspacePython));
+    const payload = serverPayload(toServerSettings(this.config(), this.workspacePython ?? this.interpreter));
     await this.client.sendNotification('workspace/didChangeConfiguration', payload);
   }
 

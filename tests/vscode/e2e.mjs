@@ -2,6 +2,8 @@
 // Run by run-e2e.sh, which installs everything, builds the .vsix and starts code-server.
 // Env: CS_URL (workbench URL with ?folder=), OUT (screenshots folder), CHROMIUM (browser binary).
 // Prints one line per check and a closing line "vscode-e2e: N passed, M failed"; exits 1 on any failure.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const URL = process.env.CS_URL;
@@ -223,6 +225,40 @@ await check('explorer-diagnose-file', async () => {
   await item.click();
   await report().locator('.origin', { hasText: /^crash\.log$/ }).waitFor({ timeout: 15000 });
   await report().locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
+});
+
+// 11. a missing interpreter gets a clear notification saying what to do; fixing the setting restarts the server
+await check('missing-python-then-restart', async () => {
+  const settingsPath = process.env.SETTINGS;
+  const original = readFileSync(settingsPath, 'utf8');
+  const settings = JSON.parse(original);
+  writeFileSync(settingsPath, JSON.stringify({ ...settings, 'rootrank.interpreter': ['/nonexistent/bin/python3'] }, null, 2));
+  // code-server does not always notice an outside change to settings.json: reload the window to be sure
+  await runCommand('Developer: Reload Window');
+  await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60000 });
+  await openFile('train.py');  // activates the extension (onLanguage:python)
+  const toast = page.locator('.notification-toast', { hasText: 'rootrank could not run' }).filter({ hasText: 'not found' });
+  await toast.waitFor({ timeout: 30000 });
+  await toast.locator('.monaco-button', { hasText: 'Open Settings' }).waitFor({ timeout: 5000 });
+  await shot('9-missing-python');
+  await toast.locator('.codicon-notifications-clear, .codicon-close').first().click().catch(() => {});
+  writeFileSync(settingsPath, JSON.stringify(settings, null, 2));
+  await runCommand('Developer: Reload Window');
+  await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60000 });
+  // the server starts again with the good interpreter and answers Diagnose Clipboard
+  await page.evaluate(t => navigator.clipboard.writeText(t), readFileSync(process.env.CRASH_LOG, 'utf8'));
+  await runCommand('rootrank: Diagnose Clipboard');
+  await report().locator('.origin', { hasText: /^clipboard$/ }).waitFor({ timeout: 30000 });
+  await report().locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
+});
+
+// 12. the extension's log (client + server): the settings it sent were understood, nothing crashed
+await check('server-log-clean', async () => {
+  const logs = readdirSync(process.env.LOGS_DIR, { recursive: true }).filter(f => String(f).endsWith('rootrank.log'));
+  if (!logs.length) throw new Error('no rootrank.log under ' + process.env.LOGS_DIR);
+  const text = logs.map(f => readFileSync(join(process.env.LOGS_DIR, String(f)), 'utf8')).join('\n');
+  const bad = text.split('\n').filter(l => /unknown setting|Traceback|\[error\](?!.*nonexistent)/.test(l));
+  if (bad.length) throw new Error('log problems:\n  ' + bad.slice(0, 8).join('\n  '));
 });
 
 if (failed) console.log('browser console errors (first 10):\n  ' + consoleErrors.slice(0, 10).join('\n  '));

@@ -38,7 +38,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 mkdir -p "$CACHE" "$OUT"
-rm -f "$OUT"/*.png
+rm -rf "$OUT"/*.png "$OUT/logs"
 
 # --- 0. Debian packages: chromium, and libkrb5-dev for code-server's native kerberos module
 need=()
@@ -150,7 +150,8 @@ say "playwright"
 rc=0
 ln -sfn "$PW/node_modules" "$RUN/node_modules"   # the script resolves playwright-core from here
 cp "$HERE/e2e.mjs" "$RUN/e2e.mjs"
-CS_URL="http://127.0.0.1:$PORT/?folder=$RUN/ws" OUT=$OUT "$N24/bin/node" "$RUN/e2e.mjs" || rc=$?
+CS_URL="http://127.0.0.1:$PORT/?folder=$RUN/ws" OUT=$OUT SETTINGS=$RUN/ud/User/settings.json CRASH_LOG=$RUN/ws/crash.log LOGS_DIR=$RUN/ud/logs \
+  "$N24/bin/node" "$RUN/e2e.mjs" || rc=$?
 if [ $rc -ne 0 ]; then
   # the extension's and the server's log, for the failure report
   mkdir -p "$OUT/logs"

@@ -206,7 +206,7 @@ button:hover { background: var(--vscode-button-hoverBackground); }
 button.secondary { background: var(--vscode-button-secondaryBackground); color: var(--vscode-button-secondaryForeground); }
 button.secondary:hover { background: var(--vscode-button-secondaryHoverBackground); }
 .figure { overflow-x: auto; border: 1px solid var(--vscode-widget-border, var(--vscode-panel-border, transparent)); border-radius: 4px; padding: 6px 4px 2px; }
-svg.timeline { display: block; min-width: 360px; max-width: 760px; font-family: var(--vscode-font-family); font-size: 12px; }
+svg.timeline { display: block; min-width: 460px; max-width: 760px; font-family: var(--vscode-font-family); font-size: 12px; }
 svg .band { fill: var(--vscode-editor-foreground); opacity: 0.04; }
 svg text { fill: var(--vscode-foreground); }
 svg text.row.initiating { fill: var(--vscode-errorForeground); font-weight: 700; }
