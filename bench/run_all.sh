@@ -55,7 +55,7 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //' || true)
 mem_gib=$(awk '/MemTotal/ {printf "%.1f", $2 / 1048576}' /proc/meminfo 2>/dev/null || echo "?")
 pyver=$("$PY" -c 'import platform; print(platform.python_version())')
 grepver=$(grep --version | head -n1)
-rgver=$(command -v rg >/dev/null && rg --version | head -n1 || echo "ripgrep not installed")
+rgver=$(command -v rg >/dev/null && { rg --version 2>/dev/null | head -n1; } || echo "ripgrep not installed")
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
 now=$(date -u '+%Y-%m-%d %H:%M UTC')
 
