@@ -5,7 +5,8 @@
 --
 -- train.py must call `checkpoint(block, x)` without use_reentrant. Checks: the diagnostic, the hover,
 -- the preferred quick fix applied to the buffer, the diagnostic gone after the fix, and the
--- rootrank.diagnose command naming the initiating rank of RR_LOG. Prints "nvim-e2e: N passed, M failed"
+-- rootrank.diagnose command naming the initiating rank of RR_LOG, and (RR_LOG_DOC) the initiating-failure
+-- diagnostic on that log opened as a document. Prints "nvim-e2e: N passed, M failed"
 -- and exits non-zero when anything failed.
 local RULE = "checkpoint.use-reentrant-explicit"
 local uv = vim.uv or vim.loop
@@ -109,6 +110,27 @@ if path then
   local rank = root and root.rank
   check("rootrank.diagnose names the initiating rank", root ~= nil and tostring(rank) == os.getenv("RR_RANK"),
     root and string.format("rank %s, %s", tostring(rank), root.title) or vim.inspect(cr))
+end
+
+-- 6. the same log opened as a document: an Error on the initiating failure's line
+local doc = os.getenv("RR_LOG_DOC")
+if doc then
+  vim.cmd("edit " .. vim.fn.fnameescape(doc))
+  local logbuf = vim.api.nvim_get_current_buf()
+  vim.lsp.buf_attach_client(logbuf, id)
+  local initiating = nil
+  vim.wait(30000, function()
+    for _, x in ipairs(vim.diagnostic.get(logbuf)) do
+      if x.severity == vim.diagnostic.severity.ERROR and x.message:find("initiating failure", 1, true) then
+        initiating = x
+        return true
+      end
+    end
+    return false
+  end, 50)
+  check("log document: initiating failure diagnostic", initiating ~= nil and
+    initiating.message:find("rank " .. (os.getenv("RR_RANK") or "?") .. ",", 1, true) ~= nil,
+    initiating and string.format("line %d: %s", initiating.lnum + 1, initiating.message))
 end
 
 finish(client)
