@@ -180,7 +180,7 @@ await check('report-light-theme', async () => {
   await report().locator('h1', { hasText: 'Uncaught Python exception' }).waitFor({ timeout: 10000 });
   const cls = await report().locator('body').getAttribute('class');
   if (!/vscode-light/.test(cls ?? '')) throw new Error(`webview body class is ${cls}`);
-  await report().locator('#timeline').scrollIntoViewIfNeeded();
+  await report().locator('header').scrollIntoViewIfNeeded();
   await shot('5-report-light');
   await setTheme('Dark High Contrast');
   await shot('6-report-high-contrast');

@@ -86,7 +86,7 @@ export function renderTimeline(d: Pick<Diagnosis, 'timeline' | 'ranks_seen' | 'r
     const cy = TOP + i * ROW + ROW / 2;
     const cls = rank !== null && rank === initiatingRank ? 'row initiating' : 'row';
     if (i % 2 === 0) parts.push(`<rect class="band" x="0" y="${TOP + i * ROW}" width="${width}" height="${ROW}"/>`);
-    parts.push(`<text class="${cls}" x="${plotLeft - 10}" y="${cy + 4}" text-anchor="end">${escapeHtml(rowLabel(rank))}</text>`);
+    parts.push(`<text class="${cls}" x="${plotLeft - 16}" y="${cy + 4}" text-anchor="end">${escapeHtml(rowLabel(rank))}</text>`);
     parts.push(`<line class="lane" x1="${plotLeft}" y1="${cy}" x2="${plotRight}" y2="${cy}"/>`);
   });
   const axisY = TOP + lay.rows.length * ROW;
