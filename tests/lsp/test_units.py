@@ -179,3 +179,16 @@ def test_environment_reads_metadata_only(tmp_path: Path):
     env = find_environment(str(tmp_path / "venv" / "bin" / "python"), ())
     assert env.version("torch") == "2.5.1+cu121" and env.version("transformers") == "4.46.0"
     assert env.where == str(site)
+
+
+def test_call_reader_pieces_follow_edits():
+    """Pieces are cached by text; lines stay right when an edit above shifts them."""
+    before = read_file(SOURCE)
+    after = read_file("# a new first line\n" + SOURCE)
+    assert before is not None and after is not None
+    assert [(c.name, c.line + 1) for c in before.calls] == [(c.name, c.line) for c in after.calls]
+    assert {k: v + 1 for k, v in before.features.items()} == after.features
+    # A cut inside a string falls back to one parse of the whole file.
+    tricky = 'DOC = """\ndef not_a_function():\n"""\nimport torch\nm = torch.compile(f)\n'
+    facts = read_file(tricky)
+    assert facts is not None and [(c.name, c.line) for c in facts.calls] == [("compile", 5)]

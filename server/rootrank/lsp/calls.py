@@ -8,6 +8,9 @@ A light, import-aware reading of the syntax tree: `import torch.utils.checkpoint
 from __future__ import annotations
 
 import ast
+import dataclasses
+import re
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from rootrank.lsp.convert import split_lines
@@ -264,13 +267,88 @@ class _Reader(ast.NodeVisitor):
             self._feature(feature, line)
 
 
+# Top-level `def`/`class`/decorator lines: the file is cut before each (decorators stay with their def), and
+# each piece is parsed and read once per distinct text, so a keystroke re-reads one piece of a big file.
+_TOP_LEVEL = re.compile(r"^(?:(@)|(?:async[ \t]+)?def[ \t]|class[ \t])", re.MULTILINE)
+_CACHE_SIZE = 4096
+_TREES: OrderedDict[str, ast.Module | None] = OrderedDict()
+_ALIASES: OrderedDict[str, dict[str, str]] = OrderedDict()
+_PIECES: OrderedDict[tuple[str, int], FileFacts] = OrderedDict()
+
+
+def split_pieces(source: str) -> list[tuple[int, str]]:
+    """(first line, text) of each top-level piece; a cut inside a string only costs a whole-file parse."""
+    if "\r" in source.replace("\r\n", ""):
+        return [(1, source)]  # lone CR line ends: keep line counting simple
+    starts, decorated = [0], False
+    for match in _TOP_LEVEL.finditer(source):
+        if not decorated and match.start() > 0:
+            starts.append(match.start())
+        decorated = match.group(1) is not None
+    pieces, line = [], 1
+    for begin, end in zip(starts, [*starts[1:], len(source)], strict=True):
+        pieces.append((line, source[begin:end]))
+        line += source.count("\n", begin, end)
+    return pieces
+
+
+def _remember(cache: OrderedDict, key: object, value: object) -> None:
+    cache[key] = value
+    if len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)
+
+
+def _tree(text: str) -> ast.Module | None:
+    if text not in _TREES:
+        try:
+            tree: ast.Module | None = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+        _remember(_TREES, text, tree)
+    return _TREES[text]
+
+
+def _aliases(text: str, tree: ast.Module) -> dict[str, str]:
+    if text not in _ALIASES:
+        reader = _Reader(text)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                reader.visit_Import(node)
+            elif isinstance(node, ast.ImportFrom):
+                reader.visit_ImportFrom(node)
+        _remember(_ALIASES, text, reader.aliases)
+    return _ALIASES[text]
+
+
+def _read_piece(text: str, tree: ast.Module, aliases: dict[str, str], key: int) -> FileFacts:
+    if (text, key) not in _PIECES:
+        reader = _Reader(text)
+        reader.aliases = dict(aliases)
+        reader.visit(tree)
+        _remember(_PIECES, (text, key), reader.facts)
+    return _PIECES[(text, key)]
+
+
 def read_file(source: str) -> FileFacts | None:
     """The facts of a Python source, or None when it does not parse."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    reader = _Reader(source)
-    reader.visit(tree)
-    reader.facts.calls.sort(key=lambda c: (c.line, c.column))
-    return reader.facts
+    pieces = [(first, text, _tree(text)) for first, text in split_pieces(source)]
+    if any(tree is None for _, _, tree in pieces):
+        if len(pieces) == 1 or _tree(source) is None:
+            return None
+        pieces = [(1, source, _tree(source))]
+    aliases: dict[str, str] = {}
+    for _, text, tree in pieces:
+        aliases.update(_aliases(text, tree))  # type: ignore[arg-type]
+    key = hash(frozenset(aliases.items()))
+    facts = FileFacts()
+    for first, text, tree in pieces:
+        piece = _read_piece(text, tree, aliases, key)  # type: ignore[arg-type]
+        shift = first - 1
+        facts.calls.extend(
+            dataclasses.replace(c, line=c.line + shift, end_line=c.end_line + shift) if shift else c
+            for c in piece.calls
+        )
+        for feature, line in piece.features.items():
+            facts.features.setdefault(feature, line + shift)
+    facts.calls.sort(key=lambda c: (c.line, c.column))
+    return facts
