@@ -364,7 +364,8 @@ def diagnose(path: Path, json_out: Path, timeout: float | None) -> dict:
 
 def ensure_log(path: Path, size: int, ranks: int, prefix: str, fail_rank: int, seed: int, regen: bool) -> dict:
     meta_path = path.with_suffix(".meta.json")
-    want = {"ranks": ranks, "prefix": prefix, "fail_rank": fail_rank, "seed": seed, "size_arg": size}
+    want = {"generator": gen_log.GEN_VERSION, "ranks": ranks, "prefix": prefix, "fail_rank": fail_rank,
+            "seed": seed, "size_arg": size}
     if not regen and path.exists() and meta_path.exists():
         meta = json.loads(meta_path.read_text())
         if all(meta.get(k) == v for k, v in want.items()) and path.stat().st_size == meta.get("bytes"):

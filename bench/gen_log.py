@@ -31,6 +31,7 @@ import re
 import sys
 import time
 
+GEN_VERSION = 2  # bump when the output changes, so bench_diagnose.py regenerates cached logs
 PREFIX_STYLES = ("rank", "default", "srun", "mpirun", "pdsh", "none")
 RANKS_PER_HOST = 8
 START = dt.datetime(2026, 11, 29, 21, 3, 7, 114000)
@@ -469,7 +470,7 @@ def generate(out, size: int, ranks: int, style_name: str, fail_rank: int, seed: 
                   + "\n").encode("utf-8")
     out.write(tail_bytes)
     written += body + len(tail_bytes)
-    return {"bytes": written, "ranks": ranks, "prefix": style_name, "fail_rank": fail_rank, "failure": "memory.cuda-oom",
+    return {"generator": GEN_VERSION, "bytes": written, "ranks": ranks, "prefix": style_name, "fail_rank": fail_rank, "failure": "memory.cuda-oom",
             "steps": last_step, "seed": seed, "tail_bytes": len(tail_bytes), "header_bytes": len(head)}
 
 
