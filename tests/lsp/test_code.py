@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+import yaml
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -184,3 +185,50 @@ async def test_settings_select_ignore_and_severity(client: LanguageClient):
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"rootrank": {"ignore": [RULE]}}))
     assert not [d for d in await diagnostics_for(client, uri, version=1) if d.code == RULE]
+
+
+CONFIG_YAML = "model_name: llama\ngradient_checkpointing: true\nuse_cache: true\n"
+CONFIG_JSON = '{"gradient_checkpointing": true, "use_cache": true}\n'
+
+
+async def test_training_config_yaml(client: LanguageClient):
+    uri = open_document(client, "trainer.yaml", CONFIG_YAML, language_id="yaml")
+    diagnostics = await diagnostics_for(client, uri, version=1, min_count=2)
+    assert {d.code for d in diagnostics} >= {RULE, "checkpoint.hf-use-cache"}
+    # fix-all: only safe fixes, and the result is still a valid config
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        types.TextDocumentIdentifier(uri), types.Range(types.Position(0, 0), types.Position(0, 0)),
+        types.CodeActionContext(diagnostics=[], only=["source.fixAll.rootrank"])))
+    [fix_all] = actions or []
+    fixed = yaml.safe_load(apply_edits(CONFIG_YAML, edits_of(fix_all, uri), encoding_of(client)))
+    assert fixed["use_cache"] is False and fixed["gradient_checkpointing_kwargs"] == {"use_reentrant": True}
+    # YAML has comments: the noqa action is offered
+    cache = next(d for d in diagnostics if d.code == "checkpoint.hf-use-cache")
+    actions = await client.text_document_code_action_async(types.CodeActionParams(
+        types.TextDocumentIdentifier(uri), cache.range, types.CodeActionContext(diagnostics=[cache])))
+    assert any(a.title == "Ignore checkpoint.hf-use-cache on this line" for a in actions or [])
+
+
+async def test_training_config_json_has_no_noqa(vscode: LanguageClient):
+    uri = open_document(vscode, "ds_config.json", CONFIG_JSON, language_id="json")
+    diagnostics = await diagnostics_for(vscode, uri, version=1, min_count=2)
+    actions = await vscode.text_document_code_action_async(types.CodeActionParams(
+        types.TextDocumentIdentifier(uri), diagnostics[0].range, types.CodeActionContext(diagnostics=diagnostics)))
+    titles = [a.title for a in actions or []]
+    assert titles and not any(t.startswith("Ignore") for t in titles)
+
+
+async def test_lint_on_save(vscode: LanguageClient):
+    client = vscode
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"rootrank": {"lintOn": "save"}}))
+    uri = open_document(client, "train.py", TRAIN)
+    await diagnostics_for(client, uri, version=1, min_count=1)  # opening a file always checks it
+    fixed = TRAIN.replace("checkpoint(block, x)", "checkpoint(block, x, use_reentrant=False)")
+    change_document(client, uri, 2, fixed)
+    hover = await client.text_document_hover_async(types.HoverParams(  # a round trip: the change is processed
+        types.TextDocumentIdentifier(uri), types.Position(0, 0)))
+    assert hover is None
+    assert not [p for p in client.published if p.uri == uri and p.version == 2]  # type: ignore[attr-defined]
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    assert not [d for d in await diagnostics_for(client, uri, version=2) if d.code == RULE]
