@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
+    except Exception as exc:
         if os.environ.get("ROOTRANK_DEBUG"):
             raise
         print(f"rootrank: internal error: {type(exc).__name__}: {exc} (set ROOTRANK_DEBUG=1 for details)",

@@ -18,8 +18,10 @@ SECTIONS = ("What it means", "Symptoms", "Why it happens", "What to do", "Verify
 def _stack_label(when: dict[str, object]) -> str:
     parts = []
     stack = when.get("stack")
-    if stack:
-        parts.append("with " + (stack if isinstance(stack, str) else " or ".join(map(str, stack))))  # type: ignore[arg-type]
+    if isinstance(stack, str):
+        parts.append(f"with {stack}")
+    elif isinstance(stack, list):
+        parts.append("with " + " or ".join(str(s) for s in stack))
     if when.get("flag"):
         parts.append(f"when {when['flag']}")
     if when.get("field"):

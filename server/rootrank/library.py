@@ -10,7 +10,7 @@ import functools
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,7 +115,7 @@ class Library:
     def get(self, entry_id: str) -> Entry | None:
         return self.entries.get(entry_id)
 
-    def __iter__(self) -> Iterable[Entry]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[Entry]:
         return iter(sorted(self.entries.values(), key=lambda e: e.id))
 
 
@@ -168,7 +168,7 @@ def read_yaml_safely(path: Path) -> Any:
     for event in yaml.parse(text, Loader=_Loader):
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise ValueError("YAML anchors and aliases are not allowed in entries")
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    return yaml.load(text, Loader=_Loader)
 
 
 def load_entry(path: Path) -> tuple[Entry | None, list[LoadProblem]]:

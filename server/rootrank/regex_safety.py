@@ -7,14 +7,15 @@ refuses such patterns instead of trusting review.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-try:  # Python 3.11+
-    import re._parser as sre_parse  # type: ignore[import-not-found]
-    from re._constants import MAXREPEAT  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse  # type: ignore[no-redef]
-    from sre_constants import MAXREPEAT  # type: ignore[no-redef]
+if sys.version_info >= (3, 11):
+    import re._parser as sre_parse
+    from re._constants import MAXREPEAT
+else:  # pragma: no cover - Python 3.10
+    import sre_parse
+    from sre_constants import MAXREPEAT
 
 _REPEATS = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
 
@@ -23,9 +24,9 @@ def backtracking_risk(pattern: str) -> str:
     """Return a description of the first risky construct in `pattern`, or "" when it looks linear."""
     try:
         parsed = sre_parse.parse(pattern)
-    except Exception as exc:  # noqa: BLE001 - re.compile reports it properly
+    except Exception as exc:
         return f"cannot parse: {exc}"
-    return _scan(list(parsed), inside_unbounded=False)
+    return _scan(list(parsed.data), inside_unbounded=False)
 
 
 def _unbounded(op: str, av: Any) -> bool:
@@ -36,7 +37,7 @@ def _scan(items: list[tuple[Any, Any]], inside_unbounded: bool) -> str:
     for op, av in items:
         name = str(op)
         if name in _REPEATS:
-            low, high, body = av
+            _low, high, body = av
             if name == "POSSESSIVE_REPEAT":
                 continue
             unbounded = high == MAXREPEAT or (isinstance(high, int) and high > 1000)
@@ -93,9 +94,8 @@ def _has_overlapping_branches(items: list[tuple[Any, Any]]) -> bool:
     """An alternation inside a repeat whose branches can start with the same character (or are opaque)."""
     for op, av in items:
         name = str(op)
-        if name == "SUBPATTERN":
-            if _has_overlapping_branches(list(av[-1])):
-                return True
+        if name == "SUBPATTERN" and _has_overlapping_branches(list(av[-1])):
+            return True
         if name != "BRANCH":
             continue
         seen: set[str] = set()

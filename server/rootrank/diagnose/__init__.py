@@ -19,6 +19,7 @@ from rootrank.diagnose.collect import EventCollector
 from rootrank.diagnose.formats.prefixes import RankCensus
 from rootrank.diagnose.lines import LineScanner
 from rootrank.diagnose.match import Matcher
+from rootrank.diagnose.parallel import SplitScan, can_split
 from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
 from rootrank.diagnose.read import InputError, Source, expand_paths
 from rootrank.diagnose.report import build_diagnosis
@@ -48,11 +49,26 @@ class Pipeline:
         return prefilter
 
     def feed_stream(self, source: str, handle: BinaryIO, path_hint: str | None = None,
-                    on_progress: Callable[[int], None] | None = None) -> None:
-        """Feed a byte stream; only the lines that can matter reach the per-line pipeline (select.py)."""
+                    on_progress: Callable[[int], None] | None = None, path: str | None = None,
+                    size: int | None = None) -> None:
+        """Feed a byte stream; only the lines that can matter reach the per-line pipeline (select.py).
+        A big file (`path`, `size`) also gets a second process to find candidate lines (parallel.py)."""
+        splits: list[SplitScan] = []
+
+        def split_for(prefilter: Prefilter) -> SplitScan | None:
+            if path is None or not can_split(size):
+                return None
+            assert size is not None
+            splits.append(SplitScan(path, size, prefilter))
+            return splits[-1]
+
         selected = select_lines(handle, self.prefilter, lambda: self.scanner.wants_every_line,
-                                self.census.sweep, on_progress)
-        self.feed(source, selected, path_hint)
+                                self.census.sweep, on_progress, split_for)
+        try:
+            self.feed(source, selected, path_hint)
+        finally:
+            for split in splits:
+                split.close()
 
     def feed(self, source: str, lines: Iterable[tuple[int, str]], path_hint: str | None = None) -> None:
         """Feed (physical line number, line) pairs of one source."""
@@ -93,23 +109,27 @@ def diagnose_paths(paths: list[str], library: Library | None = None,
     sizes = [_size(s) for s in sources]
     total = sum(s or 0 for s in sizes)
     done = 0
-    for source, size in zip(sources, sizes):
+    for source, size in zip(sources, sizes, strict=False):
         progress = None
         if on_progress is not None:
             base = done
-            progress = (lambda n, base=base: on_progress(base + n, total))  # type: ignore[misc]
+            progress = _offset_progress(on_progress, base, total)
         if source.path is None:
             pipeline.feed_stream("-", sys.stdin.buffer, None, progress)
             continue
         try:
             with open(source.path, "rb") as handle:
-                pipeline.feed_stream(source.name, handle, source.name, progress)
+                pipeline.feed_stream(source.name, handle, source.name, progress, str(source.path), size)
         except IsADirectoryError as exc:
             raise InputError(f"{source.name}: is a directory") from exc
         except OSError as exc:
             raise InputError(f"{source.name}: {exc.strerror or exc}") from exc
         done += size or 0
     return pipeline.result()
+
+
+def _offset_progress(report: Callable[[int, int], None], base: int, total: int) -> Callable[[int], None]:
+    return lambda done: report(base + done, total)
 
 
 def _size(source: Source) -> int | None:

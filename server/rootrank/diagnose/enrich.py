@@ -6,6 +6,7 @@ Functions are keyed by entry id, like code checks: the YAML says what to advise 
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 
@@ -69,8 +70,6 @@ def enrich(entry_id: str, fields: dict[str, str]) -> dict[str, str]:
     if func is None:
         return dict(fields)
     merged = dict(fields)
-    try:
+    with contextlib.suppress(ValueError, ArithmeticError):
         merged.update(func(fields))
-    except (ValueError, ArithmeticError):
-        pass
     return merged

@@ -175,11 +175,10 @@ class InitiatorFinder:
         if first is not None and first.local_rank is not None and first.exitcode is not None and first.exitcode > 0:
             rank = self.local_to_global.get(first.local_rank, first.local_rank)
             return rank, f"the launcher saw local rank {first.local_rank} exit first with code {first.exitcode}"
-        failing = [e for e in self.launcher.exits if e.exitcode is not None and e.exitcode > 0 and e.rank is not None]
-        ranks = {e.rank for e in failing}
+        ranks = {e.rank for e in self.launcher.exits if e.exitcode is not None and e.exitcode > 0 and e.rank is not None}
         if len(ranks) == 1:
-            rank = ranks.pop()
-            return rank, f"rank {rank} is the only child that exited with an error code"
+            only = ranks.pop()
+            return only, f"rank {only} is the only child that exited with an error code"
         return None, ""
 
     def _launcher_first_exit(self, verdict: Verdict, ranked: dict[int, Event]) -> None:

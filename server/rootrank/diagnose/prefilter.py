@@ -22,6 +22,7 @@ from typing import Any
 
 ANCHOR_LEN = 6
 MIN_ANCHOR_LEN = 3
+MAX_FOLDED_ANCHOR_LEN = 5  # a case-folded anchor becomes 2**letters case variants
 # Lines the pipeline needs even though no entry matches them (traceback structure, launcher reports).
 STRUCTURAL_LITERALS = (
     "Traceback (most recent call last)",
@@ -63,13 +64,15 @@ class Prefilter:
 
     def __init__(self, literals: Iterable[str], folded_literals: Iterable[str] = (), sample: bytes = b"",
                  engine: str | None = None) -> None:
-        frequency: Counter[int] = Counter(sample[: 1 << 20])
+        sample = sample[: 2 << 20]
+        frequency: Counter[int] = Counter(sample)
         exact = [lit.encode("utf-8") for lit in literals if lit]
         anchors = choose_anchors(exact, frequency)
         # A case-insensitive literal becomes every case variant of a short piece of it, so that one
         # case-sensitive scan serves both kinds (a case-insensitive regex loses the fast skip loop).
         for literal in folded_literals:
-            anchors.update(_case_variants(_fewest_letters(literal.lower().encode("utf-8"), frequency)))
+            anchors.update(_case_variants(_fewest_letters(literal.lower().encode("utf-8"), frequency,
+                                                          sample.lower())))
         self.anchors = tuple(sorted(anchors))
         self._regex = _grouped_regex(self.anchors, 0) if self.anchors else None
         self.engine = _pick_engine(engine)
@@ -124,7 +127,7 @@ def _pick_engine(engine: str | None) -> str:
     if wanted == "python":
         return "python"
     try:
-        import hyperscan  # type: ignore[import-not-found]  # noqa: F401
+        import hyperscan  # noqa: F401
     except ImportError:
         if wanted == "hyperscan":
             raise RuntimeError("ROOTRANK_ENGINE=hyperscan, but hyperscan is not installed "
@@ -133,12 +136,19 @@ def _pick_engine(engine: str | None) -> str:
     return "hyperscan"
 
 
-def _fewest_letters(literal: bytes, frequency: Counter[int]) -> bytes:
-    """A MIN_ANCHOR_LEN piece of a case-folded literal with the fewest letters (fewest case variants)."""
+def _fewest_letters(literal: bytes, frequency: Counter[int], folded_sample: bytes) -> bytes:
+    """The MIN_ANCHOR_LEN piece of a case-folded literal that is rarest in the sample."""
     if len(literal) <= MIN_ANCHOR_LEN:
         return literal
-    pieces = [literal[i: i + MIN_ANCHOR_LEN] for i in range(len(literal) - MIN_ANCHOR_LEN + 1)]
-    return min(pieces, key=lambda p: (sum(chr(b).isalpha() for b in p), frequency[p[0]], p))
+    pieces = [literal[i: i + n] for n in range(MIN_ANCHOR_LEN, MAX_FOLDED_ANCHOR_LEN + 1)
+              for i in range(len(literal) - n + 1)]
+
+    def first_byte_cost(piece: bytes) -> int:
+        first = piece[:1]
+        return frequency[first.lower()[0]] + (frequency[first.upper()[0]] if first.isalpha() else 0)
+
+    # Rare as a whole first (each occurrence is a line to look at), then a rare first byte (skip speed).
+    return min(pieces, key=lambda p: (folded_sample.count(p), first_byte_cost(p), len(p), p))
 
 
 def _case_variants(piece: bytes) -> set[bytes]:

@@ -7,12 +7,12 @@ with a one-line message for the front end to print.
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 READ_CHUNK = 1 << 20
 MAX_FILES = 100_000
@@ -77,9 +77,9 @@ def iter_lines(source: Source) -> Iterator[str]:
         raise InputError(f"{source.name}: {exc.strerror or exc}") from exc
 
 
-def _decode_lines(handle: io.BufferedIOBase | io.RawIOBase | object) -> Iterator[str]:
+def _decode_lines(handle: BinaryIO) -> Iterator[str]:
     # Lines are split on b"\n" only: a "\r" inside a line is a progress-bar rewrite for normalize to handle.
-    read = handle.read  # type: ignore[attr-defined]
+    read = handle.read
     pending = b""
     while True:
         chunk = read(READ_CHUNK)

@@ -30,6 +30,11 @@ MAX_LINE_BYTES = 8 << 20
 Census = Callable[[bytes, int, int], None]
 
 
+def _sample(buf: bytes, end: int, piece: int = 64 << 10, step: int = 512 << 10) -> bytes:
+    """Slices spread over the first chunk: start-up output alone is not what the rest of a log looks like."""
+    return b"".join(buf[i: min(i + piece, end)] for i in range(0, end, step))
+
+
 def _decode(raw: bytes) -> str:
     if len(raw) > MAX_LINE_BYTES:
         raw = raw[: MAX_LINE_BYTES // 2] + b" ... " + raw[-MAX_LINE_BYTES // 2:]
@@ -41,17 +46,19 @@ CandidateSource = Callable[[bytes, int, int], list[int]]  # (buf, end, absolute 
 
 def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], dense: Callable[[], bool],
                  census: Census, on_progress: Callable[[int], None] | None = None,
-                 candidate_source: CandidateSource | None = None) -> Iterator[tuple[int, str]]:
+                 split_for: Callable[[Prefilter], CandidateSource | None] | None = None,
+                 ) -> Iterator[tuple[int, str]]:
     """(1-based physical line number, decoded line) for every selected line of the stream.
 
     `prefilter_for(sample)` builds the prefilter from the first chunk; `census(buf, start, end)` sweeps
-    the head and tail chunks. `candidate_source`, when given, supplies the candidate line starts of a
-    chunk (computed ahead, e.g. in parallel); it must agree with the prefilter.
+    the head and tail chunks. `split_for(prefilter)` may return a candidate source that supplies the
+    candidate line starts of each chunk (computed ahead in another process with the same prefilter).
     """
     line_no = 0  # physical lines before buf[0]
     offset = 0
     pending = b""
     prefilter: Prefilter | None = None
+    candidate_source: CandidateSource | None = None
     chunk_index = 0
     unswept: deque[tuple[bytes, int]] = deque(maxlen=1)
     while True:
@@ -70,7 +77,8 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
             cut = len(buf)
         pending = buf[cut:]
         if prefilter is None:
-            prefilter = prefilter_for(buf[: 1 << 20])
+            prefilter = prefilter_for(_sample(buf, cut))
+            candidate_source = split_for(prefilter) if split_for is not None else None
         if chunk_index < CENSUS_HEAD_CHUNKS:
             census(buf, 0, min(cut, CENSUS_BYTES))
         else:
