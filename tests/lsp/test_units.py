@@ -192,3 +192,21 @@ def test_call_reader_pieces_follow_edits():
     tricky = 'DOC = """\ndef not_a_function():\n"""\nimport torch\nm = torch.compile(f)\n'
     facts = read_file(tricky)
     assert facts is not None and [(c.name, c.line) for c in facts.calls] == [("compile", 5)]
+
+
+@pytest.mark.parametrize(("torch", "mode", "passed", "call", "expected"), [
+    ("1.10.2", "reentrant", False, "checkpoint", "no `use_reentrant` argument"),
+    ("2.0.1", "reentrant", False, "checkpoint", "used silently"),
+    ("2.3.0a0+git1234", "reentrant", False, "checkpoint", "raises `ValueError`"),
+    ("2.4.1", "reentrant", False, "checkpoint", "prints a `UserWarning`"),
+    ("2.4.1", "reentrant", True, "checkpoint", "chosen explicitly: no warning"),
+    ("2.4.1", "reentrant", False, "gradient_checkpointing_enable", "recent transformers"),
+    ("2.4.1", "non-reentrant", True, "checkpoint", "PyTorch recommends"),
+    (None, "reentrant", False, "checkpoint", "torch is not installed"),
+])
+def test_torch_notes(torch: str | None, mode: str, passed: bool, call: str, expected: str):
+    from rootrank.lsp.environment import Environment
+    from rootrank.lsp.hover import torch_note
+
+    env = Environment("site-packages", {"torch": torch} if torch else {})
+    assert expected in torch_note(mode, env, passed, call)

@@ -76,6 +76,15 @@ def _roots(ls: RootrankServer) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- modes
 
 
+def passes_use_reentrant(call: Call) -> bool:
+    """Whether `use_reentrant` reaches torch explicitly from this call."""
+    if call.name in ("checkpoint", "checkpoint_sequential"):
+        return call.keywords.get("use_reentrant", "None") != "None"
+    if call.name == "gradient_checkpointing_enable":
+        return "use_reentrant" in call.keywords.get("gradient_checkpointing_kwargs", "")
+    return True  # checkpoint_wrapper and apply_activation_checkpointing always pass it
+
+
 def mode_of(call: Call, env: Environment) -> tuple[str, str]:
     """(mode, why) for a checkpointing call."""
     kw = call.keywords
@@ -120,7 +129,8 @@ def mode_of(call: Call, env: Environment) -> tuple[str, str]:
     return "", ""
 
 
-def torch_note(mode: str, env: Environment) -> str:
+def torch_note(mode: str, env: Environment, passed: bool = True, call: str = "checkpoint") -> str:
+    """What the mode means with the workspace's torch; `passed`: whether use_reentrant reaches torch explicitly."""
     from rootrank.lsp.environment import version_tuple
 
     version = env.version("torch")
@@ -130,13 +140,18 @@ def torch_note(mode: str, env: Environment) -> str:
     head = f"torch {version} (from {env.where}): "
     if v < (1, 11):
         return head + "there is no `use_reentrant` argument; checkpointing is always reentrant."
-    if mode == REENTRANT and v < (2, 1):
+    if mode == REENTRANT and call == "gradient_checkpointing_enable" and not passed:
+        return head + ("recent transformers (since early 2024) pass `use_reentrant=True` explicitly, so torch does not "
+                       "warn; older ones call checkpoint without it and torch ≥ 2.1 prints a `UserWarning`.")
+    if mode == REENTRANT and not passed and v < (2, 1):
         return head + "reentrant is the default and is used silently."
-    if mode == REENTRANT and version.startswith("2.3.0a0"):
+    if mode == REENTRANT and not passed and version.startswith("2.3.0a0"):
         return head + "this pre-release raises `ValueError` when `use_reentrant` is not passed."
-    if mode == REENTRANT:
+    if mode == REENTRANT and not passed:
         return head + ("a call without `use_reentrant` still runs reentrant and prints a `UserWarning` "
                        "(a warning only on every release from 2.1 to 2.13).")
+    if mode == REENTRANT:
+        return head + "reentrant checkpointing, chosen explicitly: no warning."
     if mode == NON_REENTRANT:
         return head + "non-reentrant checkpointing is supported and is the implementation PyTorch recommends."
     return head + "both implementations are available."
@@ -219,7 +234,7 @@ def call_markdown(call: Call, facts: FileFacts, env: Environment) -> str:
     if call.name in CHECKPOINTING:
         mode, why = mode_of(call, env)
         parts.append(f"**{mode.capitalize()}**: {why}.")
-        parts += ["", torch_note(mode, env)]
+        parts += ["", torch_note(mode, env, passes_use_reentrant(call), call.name)]
         if mode in MEANING:
             parts += ["", MEANING[mode]]
         notes = interactions(mode, facts)

@@ -217,11 +217,16 @@ class RootrankServer(LanguageServer):
             self.log(f"rootrank: {problem}", types.MessageType.Warning)
         changed = settings != self.settings
         self.settings = settings
-        if changed:
-            for uri in list(self.documents):
-                self.forget(uri)
-            for uri in list(self.workspace.text_documents):
+        if not changed:
+            return
+        published = {uri for uri, state in self.documents.items() if state.published_version is not None}
+        for uri in list(self.documents):
+            self.forget(uri)
+        for uri in list(self.workspace.text_documents):
+            if self.kind(uri):
                 self.schedule(uri, immediate=True)
+            elif uri in published:
+                self.publish(uri, None, [])  # no longer ours (e.g. the log patterns changed)
 
 
 class _ClientLogHandler(logging.Handler):
