@@ -89,3 +89,35 @@ def test_clean_output_has_no_root_cause() -> None:
     d = diagnose_text("\n".join(f"[rank{r}]: step {s} | loss 0.{s}" for s in range(20) for r in range(4)))
     assert d.root_cause is None
     assert d.ranks_seen == (0, 1, 2, 3)
+
+
+def _agent_table(host: str, rows: list[tuple[int, int, int, int]], root: tuple[int, int, int, int]) -> list[str]:
+    """torchelastic's error table, as one node's agent prints it (rank, local_rank, exitcode, pid)."""
+    def entry(index: int, rank: int, local: int, code: int, pid: int) -> list[str]:
+        return [f"[{index}]:", "  time      : 2026-11-29_21:03:44", f"  host      : {host}",
+                f"  rank      : {rank} (local_rank: {local})", f"  exitcode  : {code} (pid: {pid})",
+                "  error_file: <N/A>", "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html"]
+    lines = ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", "=" * 60, "train.py FAILED",
+             "-" * 60, "Failures:"]
+    for i, row in enumerate(rows, start=1):
+        lines += entry(i, *row)
+    lines += ["-" * 60, "Root Cause (first observed failure):"] + entry(0, *root) + ["=" * 60]
+    return [f"{host}: {line}" for line in lines]
+
+
+def test_local_ranks_are_mapped_per_node() -> None:
+    # Node 1's local rank 1 (global 9) fails first; node 0 later reports its own local rank 1 (global 1).
+    lines = ["node-001: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB. GPU 1 has a total "
+             "capacity of 79.15 GiB of which 2.12 GiB is free."]
+    lines += ["node-001: E1129 21:03:44.075000 14783 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+              "(exitcode: 1) local_rank: 1 (pid: 20101) of binary: /opt/conda/bin/python3.11"]
+    lines += _agent_table("node-001", [(8, 0, -15, 20100)], (9, 1, 1, 20101))
+    lines += [f"node-000: [rank{r}]:[E1129 21:13:48.0 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught "
+              "collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+              "Timeout(ms)=600000) ran for 600058 milliseconds before timing out." for r in range(8)]
+    lines += ["node-000: E1129 21:13:48.133000 14686 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+              "(exitcode: -6) local_rank: 1 (pid: 20010) of binary: /opt/conda/bin/python3.11"]
+    lines += _agent_table("node-000", [(0, 0, -6, 20009)], (1, 1, -6, 20010))
+    d = diagnose_text("\n".join(lines))
+    assert d.root_cause is not None
+    assert (d.root_cause.rule, d.root_cause.rank, d.root_cause.host) == ("memory.cuda-oom", 9, "node-001")

@@ -10,7 +10,7 @@ it is second-resolution and often names a victim. When nothing decides, the cand
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 
 from rootrank.diagnose.collect import Collected, is_error_cause
@@ -54,33 +54,40 @@ class InitiatorFinder:
     def __init__(self, collected: Collected, launcher: LauncherReport) -> None:
         self.col = collected
         self.launcher = launcher
-        self.local_to_global = self._local_to_global()
 
     # ------------------------------------------------------------------ helpers
 
-    def _local_to_global(self) -> dict[int, int]:
-        mapping = {e.local_rank: e.rank for e in self.launcher.exits
-                   if e.local_rank is not None and e.rank is not None}
-        hosts = {e.host for e in self.launcher.exits if e.host}
-        if not mapping and len(hosts) <= 1:
-            # One node and no table: torchelastic numbers local ranks like global ones.
-            known = self.launcher.survivors() | {e.local_rank for e in self.launcher.exits if e.local_rank is not None}
-            mapping = {lr: lr for lr in known}
-        return mapping
+    def global_rank(self, agent: str | None, local_rank: int) -> int | None:
+        return self.launcher.global_rank(agent, local_rank)
+
+    @staticmethod
+    def _agent_of(event: Event) -> str | None:
+        line = event.line
+        return line.host if line.host else (f"pid {line.pid}" if line.pid is not None else None)
 
     def _event_rank(self, event: Event) -> int | None:
         if event.rank is not None:
             return event.rank
         local = event.fields.get("local_rank")
         if local is not None and local.isdigit():
-            return self.local_to_global.get(int(local), int(local) if not self.local_to_global else None)
+            agent = self._agent_of(event)
+            rank = self.global_rank(agent, int(local))
+            if rank is None and len(self.launcher.agents) > 1:
+                # The agent line itself may not carry the agent (no prefix); try every agent's table.
+                ranks = {self.global_rank(a, int(local)) for a in self.launcher.agents} - {None}
+                rank = ranks.pop() if len(ranks) == 1 else None
+            return rank
         if event.line.local_rank is not None:
-            return self.local_to_global.get(event.line.local_rank, event.line.local_rank)
+            return self.global_rank(event.line.host, event.line.local_rank)
         return None
+
+    def _survivor_ranks(self) -> set[int]:
+        ranks = {self.global_rank(agent, lr) for agent, lr in self.launcher.survivors()}
+        return {r for r in ranks if r is not None}
 
     def _world(self) -> set[int]:
         world = set(self.col.ranks_seen)
-        world |= {self.local_to_global.get(r, r) for r in self.launcher.all_ranks()}
+        world |= self.launcher.all_ranks()
         if self.launcher.world_size:
             world |= set(range(self.launcher.world_size))
         return world
@@ -173,8 +180,11 @@ class InitiatorFinder:
     def _rank_from_launcher(self) -> tuple[int | None, str]:
         first = self.launcher.first_failure()
         if first is not None and first.local_rank is not None and first.exitcode is not None and first.exitcode > 0:
-            rank = self.local_to_global.get(first.local_rank, first.local_rank)
-            return rank, f"the launcher saw local rank {first.local_rank} exit first with code {first.exitcode}"
+            rank = self.global_rank(first.agent, first.local_rank)
+            if rank is not None:
+                where = f" on {first.agent}" if first.agent and not first.agent.startswith("pid ") else ""
+                return rank, (f"the launcher{where} saw local rank {first.local_rank} (global rank {rank}) exit "
+                              f"first with code {first.exitcode}")
         ranks = {e.rank for e in self.launcher.exits if e.exitcode is not None and e.exitcode > 0 and e.rank is not None}
         if len(ranks) == 1:
             only = ranks.pop()
@@ -186,11 +196,10 @@ class InitiatorFinder:
         first = self.launcher.first_failure()
         if first is None or first.local_rank is None or first.exitcode is None or first.exitcode <= 0:
             return
-        rank = self.local_to_global.get(first.local_rank)
+        rank = self.global_rank(first.agent, first.local_rank)
         if rank is None or rank == verdict.rank or rank in self.col.ranks_seen or rank in ranked:
             return
-        survivors = {self.local_to_global.get(lr, lr) for lr in self.launcher.survivors()}
-        if verdict.rank not in survivors:
+        if verdict.rank not in self._survivor_ranks():
             return
         verdict.reasons = [
             f"the launcher saw local rank {first.local_rank} (pid {first.pid}) exit first with code {first.exitcode}, "
@@ -251,7 +260,7 @@ class InitiatorFinder:
                 continue
             rank = int(peer)
             if event.fields.get("peer_is_local") or "localRank" in event.line.text:
-                rank = self.local_to_global.get(rank, rank)
+                rank = self.global_rank(self._agent_of(event), rank) or rank
             peers[rank] += 1
             sample.setdefault(rank, event)
         if len(peers) == 1:
@@ -305,14 +314,19 @@ class InitiatorFinder:
 
 def collateral_by_rank(collected: Collected, verdict: Verdict, finder: InitiatorFinder) -> dict[int, Event]:
     """For every other rank, the first thing it suffered (or raised)."""
+    def preference(event: Event) -> tuple[int, int, int]:
+        # What a rank suffered says more than its warnings; its own lines more than a launcher's echo.
+        role = 2 if event.role is Role.SYMPTOM else 1 if event.severity is Severity.ERROR else 0
+        return role, 0 if event.line.quoted else 1, -event.order
+
     out: dict[int, Event] = {}
-    preference = defaultdict(int, {Role.SYMPTOM: 2, Role.CAUSE: 1})
     for event in collected.units:
         rank = finder._event_rank(event)
         if rank is None or rank == verdict.rank or event.role is Role.CONTEXT:
             continue
+        if event.role is Role.CAUSE and event.severity is not Severity.ERROR:
+            continue
         current = out.get(rank)
-        if current is None or (preference[event.role] > preference[current.role] and event.line.quoted is False
-                               and current.line.quoted):
+        if current is None or preference(event) > preference(current):
             out[rank] = event
     return out

@@ -51,6 +51,7 @@ class ChildExit:
     signal: str | None = None
     root_cause: bool = False  # listed under "Root Cause (first observed failure)"
     first_observed: bool = False  # the "failed (exitcode: ...)" line of the agent
+    agent: str | None = None  # which launcher (one per node) reported it: its host, or its pid
 
     @property
     def killed_by(self) -> str | None:
@@ -63,19 +64,27 @@ class ChildExit:
 
 @dataclass
 class LauncherReport:
+    """What the launchers said. Local ranks are only meaningful per agent (one torchrun agent per node),
+    so every mapping is keyed by (agent, local rank)."""
+
     exits: list[ChildExit] = field(default_factory=list)
-    sigterm_pids: list[int] = field(default_factory=list)
+    sigterm_pids: list[tuple[str | None, int]] = field(default_factory=list)  # (agent, pid)
     world_size: int | None = None
 
-    def pid_to_local_rank(self) -> dict[int, int]:
-        """Map pids to local ranks: known pairs, extended by torchelastic's consecutive spawning of pids."""
-        known = {e.pid: e.local_rank for e in self.exits if e.pid is not None and e.local_rank is not None}
+    @property
+    def agents(self) -> set[str | None]:
+        return {e.agent for e in self.exits} | {a for a, _ in self.sigterm_pids}
+
+    def pid_to_local_rank(self, agent: str | None) -> dict[int, int]:
+        """Map an agent's pids to local ranks: known pairs, extended by torchelastic's consecutive pids."""
+        known = {e.pid: e.local_rank for e in self.exits
+                 if e.agent == agent and e.pid is not None and e.local_rank is not None}
         mapping = dict(known)
         offsets = {pid - lr for pid, lr in known.items()}
         if len(offsets) == 1:
             offset = offsets.pop()
-            for pid in self.sigterm_pids:
-                if 0 <= pid - offset < 4096:
+            for who, pid in self.sigterm_pids:
+                if who == agent and 0 <= pid - offset < 4096:
                     mapping.setdefault(pid, pid - offset)
         return mapping
 
@@ -83,15 +92,28 @@ class LauncherReport:
         observed = [e for e in self.exits if e.first_observed]
         return observed[0] if observed else None
 
-    def survivors(self) -> set[int]:
-        """Local ranks that were still alive when the launcher began tearing the group down."""
-        mapping = self.pid_to_local_rank()
-        return {mapping[p] for p in self.sigterm_pids if p in mapping}
+    def survivors(self) -> set[tuple[str | None, int]]:
+        """(agent, local rank) of the children still alive when their agent began tearing the group down."""
+        out: set[tuple[str | None, int]] = set()
+        for agent in self.agents:
+            mapping = self.pid_to_local_rank(agent)
+            out |= {(agent, mapping[p]) for who, p in self.sigterm_pids if who == agent and p in mapping}
+        return out
+
+    def global_rank(self, agent: str | None, local_rank: int) -> int | None:
+        """The global rank of an agent's local rank: from its error table, or equal on a single node."""
+        for e in self.exits:
+            if e.agent == agent and e.local_rank == local_rank and e.rank is not None:
+                return e.rank
+        if len(self.agents) <= 1:
+            return local_rank
+        return None
 
     def all_ranks(self) -> set[int]:
         ranks = {e.rank for e in self.exits if e.rank is not None}
-        if not ranks:
-            ranks = {e.local_rank for e in self.exits if e.local_rank is not None} | self.survivors()
+        if not ranks and len(self.agents) <= 1:
+            ranks = {e.local_rank for e in self.exits if e.local_rank is not None}
+            ranks |= {lr for _, lr in self.survivors()}
         return ranks
 
 
@@ -106,13 +128,17 @@ class LauncherParser:
         self._root_section = False
         self._entry: ChildExit | None = None
         self._mpi_pending: ChildExit | None = None
+        self._agent: str | None = None
 
     @property
     def wants_every_line(self) -> bool:
         """Inside an error table every line matters (its fields carry no searchable literal)."""
         return self._in_table or self._armed
 
-    def feed(self, text: str, line: int, source: str) -> tuple[bool, int | None]:
+    def feed(self, text: str, line: int, source: str, agent: str | None = None) -> tuple[bool, int | None]:
+        """`agent` names the launcher that printed the line when its prefix tells (host, or glog pid)."""
+        if agent is not None and not self._in_table:
+            self._agent = agent
         if self._in_table:
             return self._table_line(text, line, source)
         if self._armed and line - self._armed_at > ARM_WINDOW:
@@ -133,13 +159,14 @@ class LauncherParser:
         if "closing signal" in text:
             m = _SIGTERM.search(text)
             if m:
-                report.sigterm_pids.append(int(m["pid"]))
+                report.sigterm_pids.append((self._agent, int(m["pid"])))
                 return
         if "failed (exitcode" in text:
             m = _FIRST_FAILED.search(text)
             if m:
                 report.exits.append(ChildExit(line, source, local_rank=int(m["local_rank"]),
-                                              exitcode=int(m["exitcode"]), pid=int(m["pid"]), first_observed=True))
+                                              exitcode=int(m["exitcode"]), pid=int(m["pid"]), first_observed=True,
+                                              agent=self._agent))
                 return
         if "srun: error:" in text:
             m = _SRUN.search(text)
@@ -179,7 +206,7 @@ class LauncherParser:
             return True, None
         m = _ENTRY.match(text)
         if m:
-            self._entry = ChildExit(line, source, root_cause=self._root_section)
+            self._entry = ChildExit(line, source, root_cause=self._root_section, agent=self._agent)
             self.report.exits.append(self._entry)
             return True, None
         entry = self._entry

@@ -58,7 +58,9 @@ class LineScanner:
             if rank is None:
                 rank = rank_in_message(text)
             time = peeled.time if peeled.time is not None else find_time(text)
-            quoted, table_rank = self.launcher.feed(text, number, source)
+            # Launcher lines name their agent by host prefix (pdsh) or by the pid in their glog header.
+            agent = peeled.host if peeled.host else (f"pid {peeled.pid}" if peeled.pid is not None else None)
+            quoted, table_rank = self.launcher.feed(text, number, source, agent)
             if quoted:
                 rank = table_rank
                 stream: object = ("launcher-table", source)

@@ -35,7 +35,8 @@ def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Lib
     ranks_seen = set(collected.ranks_seen) | set(collateral)
     if verdict.rank is not None:
         ranks_seen.add(verdict.rank)
-    ranks_seen |= {finder.local_to_global.get(r, r) for r in collected.local_ranks_seen}
+    if len(launcher.agents) <= 1:
+        ranks_seen |= {r for r in (finder.global_rank(None, lr) for lr in collected.local_ranks_seen) if r is not None}
     return Diagnosis(
         root_cause=root,
         candidates=tuple(Candidate(r, rule, why) for r, rule, why in verdict.candidates if r >= 0),

@@ -59,7 +59,8 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     # srun --label: "3: " (task id = global rank); only when the whole source uses it.
     _p("srun-label", r"\s{0,4}(?P<rank>\d{1,5}):\s", " " + _DIGITS, ambiguous=True),
     # pdsh / DeepSpeed multi-node runner: "node-05: ", "192.168.12.21: ".
-    _p("pdsh-host", r"(?P<host>(?=[\w.-]*[\d.-])[A-Za-z0-9][\w.-]{0,62}):\s", _WORD_START, ambiguous=True),
+    _p("pdsh-host", r"(?!\d{1,5}:)(?![\w.]*(?:Error|Exception|Warning|Interrupt):)(?P<host>(?=[\w.-]*[\d.-])"
+                    r"[A-Za-z0-9][\w.-]{0,62}):\s", _WORD_START, ambiguous=True),
 )
 
 _BY_NAME = {p.name: p for p in PREFIXES}
@@ -89,10 +90,12 @@ def peel(line: str, dialect: frozenset[str] = frozenset(), max_layers: int = 6) 
     out = Peeled(line)
     used: list[str] = []
     text = line
-    for _ in range(max_layers):
+    for layer in range(max_layers):
         candidates = _BY_FIRST_CHAR.get(text[:1], ())
         for fmt in candidates:
-            if fmt.ambiguous and fmt.name not in dialect:
+            # "3: " and "host: " are only trusted at the very start: deeper, they are message text
+            # ("torch.OutOfMemoryError: ...").
+            if fmt.ambiguous and (layer > 0 or fmt.name not in dialect):
                 continue
             m = fmt.regex.match(text)
             if not m or m.end() == 0:
