@@ -68,11 +68,15 @@ def _run_diagnose(args: argparse.Namespace) -> int:
     if paths == ["-"] and sys.stdin.isatty():
         print("rootrank: reading the log from the terminal; paste it and press Ctrl-D (or pass a file)",
               file=sys.stderr)
+    progress = _ProgressBar() if not args.no_progress and sys.stderr.isatty() else None
     try:
-        diagnosis = diagnose_paths(paths)
+        diagnosis = diagnose_paths(paths, on_progress=progress)
     except InputError as exc:
         print(f"rootrank: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        if progress is not None:
+            progress.close()
     if args.format == "json":
         from rootrank.render.json import diagnosis_to_json
 
@@ -89,6 +93,36 @@ def _run_diagnose(args: argparse.Namespace) -> int:
         _write(render_text(diagnosis, color=color, raw=args.raw))
     _report_library_problems()
     return EXIT_FOUND if diagnosis.failed else EXIT_OK
+
+
+class _ProgressBar:
+    """A one-line progress bar on a terminal's stderr for big inputs; silent for small ones and pipes."""
+
+    MIN_BYTES = 32 << 20
+
+    def __init__(self) -> None:
+        import time
+
+        self._clock = time.monotonic
+        self._start = self._clock()
+        self._shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if total < self.MIN_BYTES:
+            return
+        elapsed = max(self._clock() - self._start, 1e-6)
+        width = 30
+        filled = int(width * done / total) if total else 0
+        rate = done / elapsed / 1e6
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done / total:4.0%} "
+                         f"{done >> 20}/{total >> 20} MiB {rate:.0f} MB/s")
+        sys.stderr.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self._shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
 
 
 def _report_library_problems() -> None:
