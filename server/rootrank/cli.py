@@ -25,7 +25,9 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_ERROR)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The whole command line; the checker's options are only built when `check` is the command, so
+    every other command starts without importing the checker's rules."""
     parser = _Parser(prog="rootrank", description="Why did my training run fail? Diagnoses logs and checks "
                                                   "training code, entirely on this machine.")
     parser.add_argument("--version", action="version", version=f"rootrank {__version__}")
@@ -40,11 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     diagnose.set_defaults(run=_run_diagnose)
 
     check = sub.add_parser("check", help="check training code and configs for checkpointing mistakes")
-    try:
+    if "check" in argv:
         from rootrank.lint import cli as lint_cli
-    except ImportError:  # pragma: no cover - the checker ships with the package
-        lint_cli = None  # type: ignore[assignment]
-    if lint_cli is not None:
+
         lint_cli.add_arguments(check)
         check.set_defaults(run=lint_cli.run)
 
@@ -184,7 +184,8 @@ def _write(text: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     run: Callable[[argparse.Namespace], int] | None = getattr(args, "run", None)
     if run is None:
