@@ -79,7 +79,7 @@ def register(server: RootrankServer) -> None:
         loop = asyncio.get_running_loop()
         cancel = threading.Event()
         try:
-            return await loop.run_in_executor(ls.executor, run, text or "", source, cancel)
+            return await loop.run_in_executor(ls.log_executor, run, text or "", source, cancel)
         except asyncio.CancelledError:  # $/cancelRequest: the worker stops at its next check
             cancel.set()
             raise

@@ -144,7 +144,7 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
         if progress is not None:
             loop.call_soon_threadsafe(progress.report, done, total)
 
-    work = loop.run_in_executor(ls.executor, compute, text, document.path or state.uri, state.uri, encoding,
+    work = loop.run_in_executor(ls.log_executor, compute, text, document.path or state.uri, state.uri, encoding,
                                 cancel, on_progress)
     outcome = "done"
     try:

@@ -69,8 +69,10 @@ class RootrankServer(LanguageServer):
         self.runners: dict[str, Runner] = {}
         self.listeners: dict[str, list[tuple[str, Listener]]] = {}
         self.kind_of: Callable[[str, str | None], str] = lambda uri, language_id: ""
-        # Our own pool: pygls' pool reads stdin, and a long diagnosis must never starve it.
-        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rootrank")
+        # Our own pools (pygls' pool reads stdin): code checks are short and must never queue behind a long
+        # log diagnosis, so logs and the diagnose command get their own.
+        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rootrank-check")
+        self.log_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rootrank-diagnose")
         self._reported: set[str] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
 
