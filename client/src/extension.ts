@@ -57,8 +57,10 @@ async function diagnoseSelection(): Promise<void> {
     await diagnoseAndShow(doc.getText(), { label: `all of ${baseName(doc.uri)}`, uri: doc.uri, lineOffset: 0 });
     return;
   }
-  // Whole lines, so line numbers in the report map back to the document.
-  const range = new vscode.Range(selection.start.line, 0, selection.end.line, doc.lineAt(selection.end.line).text.length);
+  // Whole lines, so line numbers in the report map back to the document; a selection ending at the start
+  // of a line (Select All, triple-click) does not include that line.
+  const endLine = selection.end.character === 0 && selection.end.line > selection.start.line ? selection.end.line - 1 : selection.end.line;
+  const range = new vscode.Range(selection.start.line, 0, endLine, doc.lineAt(endLine).text.length);
   const text = doc.getText(range);
   await diagnoseAndShow(text, {
     label: `selection in ${baseName(doc.uri)}, lines ${range.start.line + 1}–${range.end.line + 1}`,
