@@ -210,3 +210,33 @@ def test_torch_notes(torch: str | None, mode: str, passed: bool, call: str, expe
 
     env = Environment("site-packages", {"torch": torch} if torch else {})
     assert expected in torch_note(mode, env, passed, call)
+
+
+def _diagnosis(severity: Severity, rank: int | None, collateral: tuple = ()):
+    from rootrank.model import Diagnosis, Evidence, RootCause
+
+    root = RootCause("memory.cuda-oom", "CUDA out of memory", severity, rank, None, 2,
+                     (Evidence(2, rank, "oom"), Evidence(4, 1, "peer"), Evidence(99, 1, "out of range")),
+                     "why", "fix", "verify", ())
+    return Diagnosis(root, (), collateral, (), (0, 1))
+
+
+@pytest.mark.parametrize(("severity", "rank", "message", "lsp_severity"), [
+    (Severity.ERROR, 3, "initiating failure: rank 3, CUDA out of memory", types.DiagnosticSeverity.Error),
+    (Severity.ERROR, None, "initiating failure: CUDA out of memory", types.DiagnosticSeverity.Error),
+    (Severity.WARNING, None, "likely cause: CUDA out of memory", types.DiagnosticSeverity.Warning),
+])
+def test_log_diagnostics(severity: Severity, rank: int | None, message: str, lsp_severity: types.DiagnosticSeverity):
+    from rootrank.lsp.logs import to_diagnostics
+    from rootrank.model import Collateral
+
+    lines = Lines("a\nOOM here\nc\nrank 1 lost its peer\ne")
+    collateral = (Collateral(1, "distributed.peer-exited", 4, "A peer exited"),
+                  Collateral(2, "distributed.peer-exited", 40, "beyond the text"))
+    initiating, *others = to_diagnostics(_diagnosis(severity, rank, collateral), lines, "file:///run.log")
+    assert initiating.message == message and initiating.severity == lsp_severity
+    assert initiating.range == types.Range(types.Position(1, 0), types.Position(1, 8))
+    assert [r.location.range.start.line for r in initiating.related_information or []] == [3]
+    [peer] = others  # the collateral beyond the text is left out
+    assert peer.severity == types.DiagnosticSeverity.Information and peer.message.startswith("collateral: rank 1, ")
+    assert [r.location.range for r in peer.related_information or []] == [initiating.range]

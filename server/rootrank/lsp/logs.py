@@ -32,7 +32,10 @@ def _rank(rank: int | None) -> str:
 
 
 def initiating_message(root: RootCause) -> str:
-    return f"initiating failure: {_rank(root.rank)}, {root.title}"
+    """"initiating failure: rank 3, CUDA out of memory"; no rank for a one-process log; "likely cause" when
+    what started it is a warning rather than a failure."""
+    head = "initiating failure" if root.severity.value == "error" else "likely cause"
+    return f"{head}: rank {root.rank}, {root.title}" if root.rank is not None else f"{head}: {root.title}"
 
 
 def to_diagnostics(diagnosis: Diagnosis, lines: Lines, uri: str) -> list[types.Diagnostic]:
