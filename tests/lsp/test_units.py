@@ -240,3 +240,45 @@ def test_log_diagnostics(severity: Severity, rank: int | None, message: str, lsp
     [peer] = others  # the collateral beyond the text is left out
     assert peer.severity == types.DiagnosticSeverity.Information and peer.message.startswith("collateral: rank 1, ")
     assert [r.location.range for r in peer.related_information or []] == [initiating.range]
+
+
+EVERY_CALL = """\
+import functools
+import torch
+from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+    CheckpointImpl, apply_activation_checkpointing, checkpoint_wrapper)
+from torch.distributed.fsdp import fully_shard
+from torch.nn.parallel import DistributedDataParallel
+
+y = checkpoint_sequential(model.layers, 4, x, use_reentrant=True)
+model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+block = checkpoint_wrapper(block, checkpoint_impl=CheckpointImpl.REENTRANT)
+apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, Block))
+fully_shard(model)
+ddp = DistributedDataParallel(model, static_graph=True)
+compiled = torch.compile(model)
+"""
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    (9, ["**Reentrant**: `use_reentrant=True`", "split into `4` segments", "chosen explicitly: no warning"]),
+    (10, ["**Non-reentrant**", "every layer of the model"]),
+    (11, ["**Reentrant**: `checkpoint_impl=CheckpointImpl.REENTRANT`", "the wrapped module `block`"]),
+    (12, ["**Non-reentrant**", "`check_fn` is true: `lambda m: isinstance(m, Block)`"]),
+    (13, ["FSDP2", "Checkpointing in this file", "line 11: `checkpoint_wrapper` — reentrant"]),
+    (14, ["`static_graph=True`", "Checkpointing in this file"]),
+    (15, ["TorchDynamo", "reentrant checkpoints break the compiled graph"]),
+])
+def test_hover_for_every_checkpoint_related_call(line: int, expected: list[str]):
+    from rootrank.lsp.environment import Environment
+    from rootrank.lsp.hover import call_markdown
+
+    facts = read_file(EVERY_CALL)
+    assert facts is not None
+    call = facts.at(line, EVERY_CALL.splitlines()[line - 1].index("("))
+    assert call is not None, line
+    text = call_markdown(call, facts, Environment("site-packages", {"torch": "2.6.0"}))
+    for piece in expected:
+        assert piece in text, (piece, text)
+    assert set(facts.features) >= {"FSDP", "DDP", "compile"}
