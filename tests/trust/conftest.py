@@ -143,9 +143,17 @@ def audit(tmp_path: Path):
 class RawLsp:
     """The language server as a child process, spoken to in raw JSON-RPC frames over its stdin/stdout."""
 
-    def __init__(self, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
-        self.proc = subprocess.Popen([PY, "-m", "rootrank", "lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env or cli_env(), cwd=cwd or REPO)
+    def __init__(self, env: dict[str, str] | None = None, cwd: Path | None = None,
+                 command: list[str] | None = None, memory_limit: int | None = None) -> None:
+        def limit() -> None:  # an address-space cap, for tests that could make the server allocate without bound
+            import resource
+
+            if memory_limit:
+                resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
+        self.proc = subprocess.Popen(command or [PY, "-m", "rootrank", "lsp"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env or cli_env(),
+                                     cwd=cwd or REPO, preexec_fn=limit if memory_limit else None)
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         self.next_id = 0
@@ -285,8 +293,9 @@ class RawLsp:
 def raw_lsp():
     servers: list[RawLsp] = []
 
-    def start(env: dict[str, str] | None = None, cwd: Path | None = None) -> RawLsp:
-        server = RawLsp(env, cwd)
+    def start(env: dict[str, str] | None = None, cwd: Path | None = None, command: list[str] | None = None,
+              memory_limit: int | None = None) -> RawLsp:
+        server = RawLsp(env, cwd, command, memory_limit)
         servers.append(server)
         return server
 
