@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -87,3 +88,15 @@ async def test_bad_arguments_are_an_error_not_a_crash(vscode: LanguageClient, ar
     with pytest.raises(JsonRpcException):
         await vscode.workspace_execute_command_async(types.ExecuteCommandParams("rootrank.diagnose", arguments))
     assert (await _diagnose(vscode, "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"))["schema"]
+
+
+@pytest.mark.skipif(not LOGS, reason="no fixture logs in this checkout")
+async def test_cancelled_request(slow_logs: LanguageClient):
+    text = (RUN / "log.txt").read_text(encoding="utf-8") * 20  # the slow engine needs seconds for this
+    request = asyncio.ensure_future(slow_logs.protocol.send_request_async(
+        types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandParams("rootrank.diagnose", [text]), msg_id="slow-1"))
+    await asyncio.sleep(0.3)
+    slow_logs.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="slow-1"))
+    with pytest.raises(JsonRpcException):
+        await asyncio.wait_for(request, timeout=5)  # answered at once, not when the diagnosis would end
+    assert (await _diagnose(slow_logs, "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"))["schema"]

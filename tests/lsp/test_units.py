@@ -282,3 +282,18 @@ def test_hover_for_every_checkpoint_related_call(line: int, expected: list[str])
     for piece in expected:
         assert piece in text, (piece, text)
     assert set(facts.features) >= {"FSDP", "DDP", "compile"}
+
+
+def test_diagnosis_stops_when_cancelled():
+    import threading
+
+    from rootrank.lsp import engine
+
+    cancel = threading.Event()
+    text = "[rank1]: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    seen: list[tuple[int, int]] = []
+    result = engine.diagnose_text(text, "-", cancel, lambda done, total: seen.append((done, total)))
+    assert result == engine.diagnose_text(text, "-")  # the same pipeline as the plain call
+    cancel.set()
+    with pytest.raises(engine.DiagnosisCancelledError):
+        engine.diagnose_text(text, "-", cancel)
