@@ -232,3 +232,14 @@ async def test_lint_on_save(vscode: LanguageClient):
     assert not [p for p in client.published if p.uri == uri and p.version == 2]  # type: ignore[attr-defined]
     client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
     assert not [d for d in await diagnostics_for(client, uri, version=2) if d.code == RULE]
+
+
+async def test_a_burst_of_edits_is_checked_once(vscode: LanguageClient):
+    client = vscode
+    uri = open_document(client, "train.py", TRAIN)
+    await diagnostics_for(client, uri, version=1, min_count=1)
+    for version in range(2, 7):  # typing: five edits well inside the debounce window
+        change_document(client, uri, version, TRAIN + "#" * version)
+    await diagnostics_for(client, uri, version=6, min_count=1)
+    versions = [p.version for p in client.published if p.uri == uri]  # type: ignore[attr-defined]
+    assert not {3, 4, 5} & set(versions), versions  # the edits in between were never checked
