@@ -7,6 +7,7 @@ problem; every other entry still loads. See docs/entry-format.md for the format.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import re
@@ -35,16 +36,28 @@ MEANINGFUL_CAPTURES = frozenset(
 MAX_FILE_BYTES = 1_000_000
 
 
+_COMPILED: dict[tuple[str, bool], re.Pattern[str]] = {}
+
+
 @dataclass(frozen=True)
 class LogPattern:
     entry_id: str
     name: str
-    regex: re.Pattern[str]
+    pattern: str
     literal: str
     ignore_case: bool
     source: str
     versions: str
     rank_is: str = "global"
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        """Compiled on first use: most patterns never meet their literal in a given log."""
+        key = (self.pattern, self.ignore_case)
+        compiled = _COMPILED.get(key)
+        if compiled is None:
+            compiled = _COMPILED[key] = re.compile(self.pattern, re.IGNORECASE if self.ignore_case else 0)
+        return compiled
 
 
 @dataclass(frozen=True)
@@ -140,8 +153,9 @@ def load_library(directory: str | None = None) -> Library:
     root = Path(directory) if directory else rules_dir()
     entries: dict[str, Entry] = {}
     problems: list[LoadProblem] = []
+    cache = None if os.environ.get("ROOTRANK_NO_CACHE") else LibraryCache(root)
     for path in sorted(root.rglob("*.yaml")):
-        entry, found = load_entry(path)
+        entry, found = load_entry(path, cache)
         problems.extend(found)
         if entry is None:
             continue
@@ -155,6 +169,8 @@ def load_library(directory: str | None = None) -> Library:
                 problems.append(LoadProblem(entry.path, "related", f"unknown entry id {other!r}", skipped=False))
     for problem in problems:
         LOG.debug("entry problem: %s", problem)
+    if cache is not None:
+        cache.save()
     return Library(entries, problems)
 
 
@@ -171,7 +187,13 @@ def read_yaml_safely(path: Path) -> Any:
     return yaml.load(text, Loader=_Loader)
 
 
-def load_entry(path: Path) -> tuple[Entry | None, list[LoadProblem]]:
+def load_entry(path: Path, cache: LibraryCache | None = None) -> tuple[Entry | None, list[LoadProblem]]:
+    cached = cache.get(path) if cache is not None else None
+    if cached is not None:
+        checker = _EntryChecker(path, cached, trusted=True)
+        entry = checker.build()
+        if entry is not None and not checker.problems:
+            return entry, []
     try:
         data = read_yaml_safely(path)
     except (yaml.YAMLError, ValueError, UnicodeDecodeError, OSError) as exc:
@@ -179,15 +201,73 @@ def load_entry(path: Path) -> tuple[Entry | None, list[LoadProblem]]:
         return None, [LoadProblem(path, "<file>", f"not a valid entry file: {message}")]
     checker = _EntryChecker(path, data)
     entry = checker.build()
+    if entry is not None and not checker.problems and cache is not None:
+        cache.put(path, data)
     return entry, checker.problems
+
+
+class LibraryCache:
+    """Parsed, validated entries kept as JSON between runs (YAML parsing and pattern checks cost more
+    than the rest of a small diagnosis). Keyed by path, size and modification time; an entry is only
+    stored after it passed every check. ROOTRANK_NO_CACHE=1 turns it off."""
+
+    VERSION = 1
+
+    def __init__(self, root: Path) -> None:
+        import hashlib
+
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rootrank"
+        digest = hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:16]
+        self.file = base / f"library-{digest}.json"
+        self.entries: dict[str, Any] = {}
+        self.dirty = False
+        try:
+            data = json.loads(self.file.read_text(encoding="utf-8"))
+            if data.get("version") == self.VERSION and isinstance(data.get("entries"), dict):
+                self.entries = data["entries"]
+        except (OSError, ValueError):
+            pass
+
+    @staticmethod
+    def _stamp(path: Path) -> list[int]:
+        info = path.stat()
+        return [info.st_size, info.st_mtime_ns]
+
+    def get(self, path: Path) -> Any:
+        item = self.entries.get(str(path))
+        try:
+            if item and item.get("stamp") == self._stamp(path):
+                return item.get("data")
+        except OSError:
+            pass
+        return None
+
+    def put(self, path: Path, data: Any) -> None:
+        try:
+            self.entries[str(path)] = {"stamp": self._stamp(path), "data": data}
+            self.dirty = True
+        except OSError:
+            pass
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.file.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"version": self.VERSION, "entries": self.entries}), encoding="utf-8")
+            os.replace(tmp, self.file)
+        except (OSError, TypeError, ValueError):
+            pass
 
 
 class _EntryChecker:
     """Validates one parsed entry, collecting every problem rather than stopping at the first."""
 
-    def __init__(self, path: Path, data: Any) -> None:
+    def __init__(self, path: Path, data: Any, trusted: bool = False) -> None:
         self.path = path
         self.data = data
+        self.trusted = trusted  # the same content passed every check before (see LibraryCache)
         self.problems: list[LoadProblem] = []
 
     def fail(self, field_name: str, problem: str) -> None:
@@ -351,19 +431,20 @@ class _EntryChecker:
             names.add(name)
             if len(literal) < 4:
                 self.fail(f"{where}.literal", "must be at least 4 characters so the prefilter stays selective")
-            try:
-                compiled = re.compile(regex_text, re.IGNORECASE if ignore_case else 0)
-            except re.error as exc:
-                self.fail(f"{where}.regex", f"does not compile: {exc}")
-                continue
-            risk = backtracking_risk(regex_text)
-            if risk:
-                self.fail(f"{where}.regex", f"may backtrack catastrophically: {risk}")
-                continue
+            if not self.trusted:
+                try:
+                    re.compile(regex_text, re.IGNORECASE if ignore_case else 0)
+                except re.error as exc:
+                    self.fail(f"{where}.regex", f"does not compile: {exc}")
+                    continue
+                risk = backtracking_risk(regex_text)
+                if risk:
+                    self.fail(f"{where}.regex", f"may backtrack catastrophically: {risk}")
+                    continue
             rank_is = item.get("rank_is", "global")
             if rank_is not in ("global", "peer"):
                 self.fail(f"{where}.rank_is", "must be 'global' or 'peer'")
-            out.append(LogPattern(entry_id, name, compiled, literal, ignore_case, str(source), str(versions),
+            out.append(LogPattern(entry_id, name, regex_text, literal, ignore_case, str(source), str(versions),
                                   str(rank_is)))
         return tuple(out)
 
