@@ -11,6 +11,7 @@ import functools
 import glob
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,9 +94,16 @@ def candidate_prefixes(python: str, roots: tuple[str, ...]) -> list[Path]:
     return prefixes
 
 
-@functools.lru_cache(maxsize=16)
 def find_environment(python: str, roots: tuple[str, ...]) -> Environment:
-    """The first environment that has torch; else the first one found; else the server's own."""
+    """The first environment that has torch; else the first one found; else the server's own.
+
+    Read again at most once a minute, so installing or upgrading torch shows up without a restart.
+    """
+    return _find_environment(python, roots, int(time.monotonic() // 60))
+
+
+@functools.lru_cache(maxsize=16)
+def _find_environment(python: str, roots: tuple[str, ...], _minute: int) -> Environment:
     first: Environment | None = None
     for prefix in candidate_prefixes(python, roots):
         for site in site_packages(prefix):
