@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import textwrap
 
@@ -29,9 +30,10 @@ def render_text(d: Diagnosis, color: bool = False, raw: bool = False, width: int
     def block(label: str, text: str, code: str = "1") -> None:
         body_width = max(width - LABEL_WIDTH, 40)
         first = True
-        for paragraph in text.splitlines() or [""]:
+        for paragraph in _reflow(text) or [""]:
             wrapped = textwrap.wrap(paragraph, body_width, subsequent_indent="  " if paragraph[:2] in ("- ", "1.") else "",
-                                    replace_whitespace=False, drop_whitespace=True) or [""]
+                                    replace_whitespace=False, drop_whitespace=True,
+                                    break_on_hyphens=False, break_long_words=False) or [""]
             for piece in wrapped:
                 head = style(label.ljust(LABEL_WIDTH), code) if first else " " * LABEL_WIDTH
                 lines.append(f"{head}{piece}")
@@ -77,3 +79,25 @@ def _timeline_text(d: Diagnosis) -> str:
         flag = " <- initiator" if rank == root_rank and rank is not None else ""
         rows.append(f"{name:>9}: {' '.join(per_rank[rank][:6])}{flag}")
     return "\n".join(rows[:40])
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|```|#|\|)")
+
+
+def _reflow(text: str) -> list[str]:
+    """Join the soft-wrapped lines of Markdown paragraphs so the terminal width decides the wrapping."""
+    out: list[str] = []
+    in_code = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            in_code = not in_code
+            out.append(line)
+            continue
+        joinable = (out and not in_code and stripped and out[-1].strip() and not _LIST_ITEM.match(line)
+                    and not out[-1].strip().startswith("```"))
+        if joinable:
+            out[-1] = out[-1].rstrip() + " " + stripped
+        else:
+            out.append(line)
+    return out
