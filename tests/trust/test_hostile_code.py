@@ -35,12 +35,12 @@ HOSTILE_SOURCES: dict[str, str] = {
     "deep-unary.py": HEADER + "x = " + "-" * 20_000 + "1\n",
     "deep-lambda.py": HEADER + "x = " + "lambda: " * 5000 + "c\n",
     "deep-but-valid.py": HEADER + "y = checkpoint(f, " + "+".join(["a"] * 900) + ")\n",
-    "long-bool.py": HEADER + "x = " + " and ".join(["checkpoint(f, a)"] * 5000) + "\n",
+    "long-bool.py": HEADER + "x = " + " and ".join(["checkpoint(f, a)"] * 300) + "\n",
     "nested-defs.py": HEADER + "".join("    " * i + f"def f{i}():\n" for i in range(99)) + "    " * 99 + "return checkpoint(f, x)\n",
     "crlf.py": HEADER.replace("\n", "\r\n") + "y = checkpoint(f, x)\r\n",
     "cr-only.py": HEADER.replace("\n", "\r") + "y = checkpoint(f, x)\r",
     "unicode.py": HEADER + "# \u2028 \x85 \x0c 𝔘𝔫𝔦𝔠𝔬𝔡𝔢\nü = 0; y = checkpoint(f, 'ü𝔘', x)\n",
-    "long-line.py": HEADER + "y = checkpoint(f, x) # " + "x" * 2_000_000 + "\n",
+    "long-line.py": HEADER + "y = checkpoint(f, x) # " + "x" * 300_000 + "\n",
     "empty.py": "",
     "config.json": '{"gradient_checkpointing": true, ' * 3000,
     "config.yaml": "gradient_checkpointing: [" * 3000,
@@ -105,7 +105,7 @@ def test_garbage_on_stdin() -> None:
 def test_fifo_in_a_checked_directory(tmp_path: Path) -> None:
     (tmp_path / "ok.py").write_text(HEADER)
     os.mkfifo(tmp_path / "pipe.py")
-    run = run_cli(["check", str(tmp_path)], timeout=4, allow_timeout=True)
+    run = run_cli(["check", str(tmp_path)], timeout=2.5, allow_timeout=True)
     assert not run.killed, "rootrank check hung on a FIFO"
     assert_well_behaved(run, expect_json=False)
 
@@ -133,9 +133,9 @@ def _fix_time(n: int) -> float:
                    "span (`any(_overlaps(s, a) for s in spans for a in accepted)`): quadratic in the number of "
                    "fixes, ~6 s for 10,000 findings, minutes for 50,000")
 def test_apply_fixes_is_linear_in_the_number_of_fixes() -> None:
-    small = min(_fix_time(1000) for _ in range(2))
-    large = _fix_time(4000)
-    assert large < 8 * small + 0.05, f"1000 fixes {small:.2f}s, 4000 fixes {large:.2f}s"
+    small = min(_fix_time(700) for _ in range(2))
+    large = _fix_time(2800)
+    assert large < 8 * small + 0.05, f"700 fixes {small:.2f}s, 2800 fixes {large:.2f}s"
 
 
 @pytest.mark.xfail(strict=True, reason="lint.cli._fix_file checks and fixes the text read at the start and writes "

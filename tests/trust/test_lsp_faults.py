@@ -195,7 +195,7 @@ def test_diagnose_command_on_a_fifo_does_not_freeze_the_server(raw_lsp, tmp_path
                                                       "arguments": ["", fifo.as_uri()]})
     time.sleep(0.3)
     hover = server.request("textDocument/hover", {"textDocument": {"uri": (tmp_path / "x.py").as_uri()},
-                                                  "position": {"line": 0, "character": 0}}, timeout=3)
+                                                  "position": {"line": 0, "character": 0}}, timeout=2)
     assert "error" not in hover
 
 
