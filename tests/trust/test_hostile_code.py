@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 

@@ -89,7 +89,7 @@ def test_nested_and_truncated_tracebacks(tmp_path: Path) -> None:
         chain.append(f"[rank1]:Traceback (most recent call last):\n[rank1]:  File \"m{depth}.py\", line {depth}, "
                      f"in f{depth}\n[rank1]:    raise KeyError({depth})\n[rank1]:KeyError: {depth}\n[rank1]:\n"
                      "[rank1]:During handling of the above exception, another exception occurred:\n[rank1]:\n")
-    deep_frames = "".join(f"[rank0]:  File \"r.py\", line 2, in f\n[rank0]:    return f(n - 1)\n" for _ in range(20_000))
+    deep_frames = "".join("[rank0]:  File \"r.py\", line 2, in f\n[rank0]:    return f(n - 1)\n" for _ in range(20_000))
     text = ("".join(chain) + "[rank1]:Traceback (most recent call last):\n[rank1]:  File \"x.py\", line 1\n"
             + "[rank0]:Traceback (most recent call last):\n" + deep_frames
             + "[rank0]:  [Previous line repeated 996 more times]\n"
