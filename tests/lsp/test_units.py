@@ -297,3 +297,25 @@ def test_diagnosis_stops_when_cancelled():
     cancel.set()
     with pytest.raises(engine.DiagnosisCancelledError):
         engine.diagnose_text(text, "-", cancel)
+
+
+def test_call_reader_on_a_deep_but_valid_file():
+    source = "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, " + "+".join(["x"] * 900) + ")\n"
+    compile(source, "deep.py", "exec")
+    facts = read_file(source)
+    assert facts is not None and [c.name for c in facts.calls] == ["checkpoint"]
+
+
+def test_diagnose_command_reads_regular_files_only(tmp_path: Path):
+    import os
+
+    from pygls.exceptions import JsonRpcInvalidParams
+
+    from rootrank.lsp.commands import read_source_file
+
+    (tmp_path / "run.log").write_text("hello\n")
+    assert read_source_file(str(tmp_path / "run.log")) == "hello\n"
+    os.mkfifo(tmp_path / "pipe.log")
+    for path in (tmp_path / "pipe.log", Path("/dev/zero"), tmp_path, tmp_path / "missing.log"):
+        with pytest.raises(JsonRpcInvalidParams):
+            read_source_file(str(path))

@@ -8,6 +8,7 @@ A light, import-aware reading of the syntax tree: `import torch.utils.checkpoint
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import re
 from collections import OrderedDict
@@ -324,7 +325,9 @@ def _read_piece(text: str, tree: ast.Module, aliases: dict[str, str], key: int) 
     if (text, key) not in _PIECES:
         reader = _Reader(text)
         reader.aliases = dict(aliases)
-        reader.visit(tree)
+        # A very deep expression (Python compiles ~1000 levels) ends the walk: keep what was read before it.
+        with contextlib.suppress(RecursionError):
+            reader.visit(tree)
         _remember(_PIECES, (text, key), reader.facts)
     return _PIECES[(text, key)]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import threading
 from typing import Any
 
@@ -47,18 +48,28 @@ def _source_path(uri: str) -> str:
     return to_fs_path(uri) or uri
 
 
-def _read(ls: RootrankServer, uri: str) -> str:
-    document = ls.document(uri)
-    if document is not None:
-        return document.source
-    path = _source_path(uri)
+def read_source_file(path: str) -> str:
+    """A log file's text for the command; runs in a worker thread.
+
+    Only regular files: a FIFO would block on open() and a device (`/dev/zero`) reports size 0 and never
+    ends. The read itself is bounded too, in case the file grows while it is read.
+    """
     try:
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            raise JsonRpcInvalidParams(f"{DIAGNOSE}: {path} is larger than {MAX_FILE_BYTES} bytes")
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
+        status = os.stat(path)
     except OSError as exc:
         raise JsonRpcInvalidParams(f"{DIAGNOSE}: cannot read {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(status.st_mode):
+        raise JsonRpcInvalidParams(f"{DIAGNOSE}: {path} is not a regular file")
+    if status.st_size > MAX_FILE_BYTES:
+        raise JsonRpcInvalidParams(f"{DIAGNOSE}: {path} is larger than {MAX_FILE_BYTES} bytes")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise JsonRpcInvalidParams(f"{DIAGNOSE}: cannot read {path}: {exc.strerror}") from exc
+    if len(data) > MAX_FILE_BYTES:
+        raise JsonRpcInvalidParams(f"{DIAGNOSE}: {path} is larger than {MAX_FILE_BYTES} bytes")
+    return data.decode("utf-8", "replace")
 
 
 def run(text: str, source: str, cancel: threading.Event | None = None) -> dict[str, Any]:
@@ -73,10 +84,12 @@ def register(server: RootrankServer) -> None:
     @server.command(DIAGNOSE)
     async def diagnose(ls: RootrankServer, *args: Any) -> dict[str, Any]:
         text, uri = parse_arguments(args)
-        if not text and uri:
-            text = _read(ls, uri)
         source = _source_path(uri) if uri else "-"
         loop = asyncio.get_running_loop()
+        if not text and uri:
+            document = ls.document(uri)
+            text = document.source if document is not None else \
+                await loop.run_in_executor(ls.log_executor, read_source_file, source)
         cancel = threading.Event()
         try:
             return await loop.run_in_executor(ls.log_executor, run, text or "", source, cancel)
