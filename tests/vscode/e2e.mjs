@@ -75,6 +75,15 @@ async function setTheme(name) {
   await page.waitForTimeout(800);  // the webview re-themes asynchronously
 }
 
+// Reload the workbench and wait for the new page (not the old one that is going away).
+async function reloadWindow() {
+  const navigated = page.waitForEvent('framenavigated', { predicate: f => f === page.mainFrame(), timeout: 30000 });
+  await runCommand('Developer: Reload Window');
+  await navigated;
+  await page.waitForLoadState('load');
+  await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60000 });
+}
+
 await page.goto(URL);
 
 // 1. the workbench loads and the extension's server starts
@@ -234,8 +243,7 @@ await check('missing-python-then-restart', async () => {
   const settings = JSON.parse(original);
   writeFileSync(settingsPath, JSON.stringify({ ...settings, 'rootrank.interpreter': ['/nonexistent/bin/python3'] }, null, 2));
   // code-server does not always notice an outside change to settings.json: reload the window to be sure
-  await runCommand('Developer: Reload Window');
-  await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60000 });
+  await reloadWindow();
   await openFile('train.py');  // activates the extension (onLanguage:python)
   const toast = page.locator('.notification-toast', { hasText: 'rootrank could not run' }).filter({ hasText: 'not found' });
   await toast.waitFor({ timeout: 30000 });
@@ -243,8 +251,7 @@ await check('missing-python-then-restart', async () => {
   await shot('9-missing-python');
   await toast.locator('.codicon-notifications-clear, .codicon-close').first().click().catch(() => {});
   writeFileSync(settingsPath, JSON.stringify(settings, null, 2));
-  await runCommand('Developer: Reload Window');
-  await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60000 });
+  await reloadWindow();
   // the server starts again with the good interpreter and answers Diagnose Clipboard
   await page.evaluate(t => navigator.clipboard.writeText(t), readFileSync(process.env.CRASH_LOG, 'utf8'));
   await runCommand('rootrank: Diagnose Clipboard');
