@@ -9,8 +9,6 @@ import os
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.trust.conftest import FIXTURE_LOGS, REPO, ROOT_CAUSE_LOG, RawLsp, cli_env
 
 SIGKILL_LOG = FIXTURE_LOGS / "process.killed-signal--rank1-sigkill-step4-plain" / "log.txt"
@@ -148,10 +146,8 @@ DEEP_BUT_VALID = ("from torch.utils.checkpoint import checkpoint\n\n\ndef forwar
                   "    return checkpoint(f, " + "+".join(["x"] * 900) + ")\n")
 
 
-@pytest.mark.xfail(strict=True, reason="lsp.calls.read_file -> _read_piece walks the tree with a recursive "
-                   "ast.NodeVisitor: a valid file whose expression is ~900 deep (Python compiles it) makes every "
-                   "hover on it fail with RecursionError (-32603) instead of answering")
 def test_hover_on_a_deep_but_valid_file(raw_lsp, tmp_path: Path) -> None:
+    """Regression: the hover's tree walk once overflowed the stack on a ~900-deep expression (RecursionError)."""
     compile(DEEP_BUT_VALID, "deep.py", "exec")  # Python itself accepts it
     server = raw_lsp()
     server.initialize(tmp_path)
@@ -184,9 +180,8 @@ def test_client_vanishes_while_a_diagnosis_runs(raw_lsp, tmp_path: Path) -> None
     assert time.monotonic() - start < 5, f"exited after {time.monotonic() - start:.1f}s"
 
 
-@pytest.mark.xfail(strict=True, reason="lsp.commands.diagnose calls _read(ls, uri) on the event loop: open() of a "
-                   "FIFO given as the source URI blocks the loop, and the server answers nothing ever again")
 def test_diagnose_command_on_a_fifo_does_not_freeze_the_server(raw_lsp, tmp_path: Path) -> None:
+    """Regression: the command once opened its source URI on the event loop, so a FIFO froze the server."""
     server = raw_lsp()
     server.initialize(tmp_path)
     fifo = tmp_path / "pipe.log"
@@ -199,10 +194,9 @@ def test_diagnose_command_on_a_fifo_does_not_freeze_the_server(raw_lsp, tmp_path
     assert "error" not in hover
 
 
-@pytest.mark.xfail(strict=True, reason="lsp.commands._read: os.path.getsize('/dev/zero') is 0, so the size cap "
-                   "passes and handle.read() reads a character device without bound (run here under a 1.5 GiB "
-                   "address-space cap, which it hits)")
 def test_diagnose_command_on_a_device_is_bounded(raw_lsp, tmp_path: Path) -> None:
+    """Regression: /dev/zero (size 0) passed the size cap and was read without bound. Run under a 1.5 GiB
+    address-space cap so that a regression fails instead of eating the machine."""
     server = raw_lsp(memory_limit=1536 << 20)
     server.initialize(tmp_path)
     reply = server.request("workspace/executeCommand", {"command": "rootrank.diagnose",
@@ -233,3 +227,35 @@ def test_no_pid_watch_needed_when_exit_arrives_without_shutdown(raw_lsp, tmp_pat
     server.notify("exit", None)
     assert server.proc.wait(timeout=10) == 1
     assert os.path.exists(tmp_path)
+
+
+def test_a_library_that_fails_to_load(raw_lsp, tmp_path: Path) -> None:
+    """A failure entry that crashes the loader (see test_hostile_entries) is a fault inside every diagnosis:
+    the server reports it in the client's log, answers the command with an error, and keeps checking code."""
+    import shutil
+
+    import yaml
+
+    rules = tmp_path / "rules"
+    shutil.copytree(REPO / "rules", rules)
+    data = yaml.safe_load((rules / "memory" / "cuda-oom.yaml").read_text())
+    data["id"] = "memory.crasher"
+    data["fix"]["variants"] = [{"when": {"stack": [["deepspeed"]]}, "text": "x"}]
+    (rules / "memory" / "crasher.yaml").write_text(yaml.safe_dump(data))
+    server = raw_lsp(cli_env(ROOTRANK_RULES=str(rules)))
+    server.initialize(tmp_path)
+    log_uri = (tmp_path / "job.log").as_uri()
+    server.open(log_uri, ROOT_CAUSE_LOG.read_text(), "log")
+    reply = server.request("workspace/executeCommand", {"command": "rootrank.diagnose",
+                                                        "arguments": [ROOT_CAUSE_LOG.read_text()]}, timeout=30)
+    assert "error" in reply or reply.get("result", {}).get("root_cause"), reply
+    code_uri = (tmp_path / "train.py").as_uri()
+    server.open(code_uri, TRAIN, "python")
+    published = server.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                            and m["params"]["uri"] == code_uri, timeout=30, what="code diagnostics")
+    assert published["params"]["diagnostics"], "code checks do not need the log library"
+    hover = server.request("textDocument/hover", {"textDocument": {"uri": code_uri},
+                                                  "position": {"line": 2, "character": 6}})
+    assert "error" not in hover, hover
+    assert server.proc.poll() is None
+    assert server.shutdown() == 0
