@@ -79,6 +79,7 @@ _FEATURE_NAMES = {
 class _Reader(ast.NodeVisitor):
     def __init__(self, source: str) -> None:
         self.lines = split_lines(source)
+        self._encoded: dict[int, bytes] = {}
         self.aliases: dict[str, str] = {}
         self.facts = FileFacts()
         self.loops: list[str] = []
@@ -86,13 +87,21 @@ class _Reader(ast.NodeVisitor):
         self.functions: list[str] = []
 
     # -- positions ----------------------------------------------------------
+    def _bytes(self, line: int) -> bytes:
+        """The 1-based line as UTF-8 (ast columns are byte offsets), encoded once per line."""
+        cached = self._encoded.get(line)
+        if cached is None:
+            text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+            cached = self._encoded[line] = text.encode("utf-8")
+        return cached
+
     def _col(self, line: int, byte_col: int) -> int:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        return byte_col if text.isascii() else len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        return byte_col if text.isascii() else len(self._bytes(line)[:byte_col].decode("utf-8", "replace"))
 
     def _src(self, node: ast.AST, limit: int = 80) -> str:
         """The node's source as written (one line, blanks collapsed), cut at `limit` characters."""
-        text = self._segment(node)
+        text = self._segment(node, 2 * limit)
         if text is None:
             try:
                 text = ast.unparse(node)
@@ -101,17 +110,25 @@ class _Reader(ast.NodeVisitor):
         text = " ".join(text.split())
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
-    def _segment(self, node: ast.AST) -> str | None:
-        """Like ast.get_source_segment, without re-splitting the whole source on every call."""
+    def _segment(self, node: ast.AST, limit: int) -> str | None:
+        """Like ast.get_source_segment, but cut after about `limit` characters and without re-splitting
+        the source (a huge node costs no more than a small one)."""
         first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
         start, end = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
         if first is None or last is None or start is None or end is None or last > len(self.lines):
             return None
         if first == last:
-            return self.lines[first - 1].encode()[start:end].decode("utf-8", "replace")
-        head = self.lines[first - 1].encode()[start:].decode("utf-8", "replace")
-        tail = self.lines[last - 1].encode()[:end].decode("utf-8", "replace")
-        return "\n".join([head, *self.lines[first:last - 1], tail])
+            return self._bytes(first)[start:min(end, start + 4 * limit)].decode("utf-8", "replace")
+        parts = [self._bytes(first)[start:start + 4 * limit].decode("utf-8", "replace")]
+        size = len(parts[0])
+        for line in range(first + 1, last):
+            if size > limit:
+                return "\n".join(parts)
+            parts.append(self.lines[line - 1])
+            size += len(parts[-1])
+        if size <= limit:
+            parts.append(self._bytes(last)[:end].decode("utf-8", "replace"))
+        return "\n".join(parts)
 
     def _feature(self, name: str, line: int) -> None:
         self.facts.features.setdefault(name, line)
