@@ -205,8 +205,8 @@ def test_call_reader_pieces_follow_edits():
     (None, "reentrant", False, "checkpoint", "torch is not installed"),
 ])
 def test_torch_notes(torch: str | None, mode: str, passed: bool, call: str, expected: str):
+    from rootrank.lsp.checkpointing import torch_note
     from rootrank.lsp.environment import Environment
-    from rootrank.lsp.hover import torch_note
 
     env = Environment("site-packages", {"torch": torch} if torch else {})
     assert expected in torch_note(mode, env, passed, call)
@@ -271,8 +271,8 @@ compiled = torch.compile(model)
     (15, ["TorchDynamo", "reentrant checkpoints break the compiled graph"]),
 ])
 def test_hover_for_every_checkpoint_related_call(line: int, expected: list[str]):
+    from rootrank.lsp.checkpointing import call_markdown
     from rootrank.lsp.environment import Environment
-    from rootrank.lsp.hover import call_markdown
 
     facts = read_file(EVERY_CALL)
     assert facts is not None

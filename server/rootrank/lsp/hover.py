@@ -1,10 +1,9 @@
 """Hover: what a checkpoint-related call does here, and the entry's docs for a diagnostic.
 
-On every checkpoint-related call (with or without a finding): reentrant or not and what that means with
-the torch installed in the workspace's environment (read from package metadata, torch is never
-imported), the interacting features this file uses (compile, DDP, FSDP, PEFT), the memory/compute
-trade-off and how much of the model is checkpointed. On a diagnostic: `rootrank explain <id>`.
-On a log line with a diagnosis: the fix and the verify command (see logs.py).
+On every checkpoint-related call, with or without a finding, the text of checkpointing.py (reentrant or
+not, with the workspace's torch, the interacting features, the trade-off, the coverage). On a diagnostic
+or a `# noqa: <id>`: `rootrank explain <id>`. On a log line with a diagnosis: the fix and the verify
+command (logs.py).
 """
 
 from __future__ import annotations
@@ -22,33 +21,12 @@ from rootrank.lsp.convert import Lines, encoding_name
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
-    from rootrank.lsp.calls import Call, FileFacts
-    from rootrank.lsp.environment import Environment
+    from rootrank.lsp.calls import FileFacts
     from rootrank.lsp.server import RootrankServer
 
-# calls.py and environment.py are imported on the first hover, not at start-up.
+# calls.py, checkpointing.py and environment.py are imported on the first hover, not at start-up.
 
 _FACTS: OrderedDict[tuple[str, int | None], FileFacts | None] = OrderedDict()
-
-REENTRANT = "reentrant"
-NON_REENTRANT = "non-reentrant"
-RUNTIME = "decided at run time"
-
-MEANING = {
-    REENTRANT: (
-        "Reentrant checkpointing runs the block under `no_grad` in forward and re-runs it inside backward "
-        "through an `autograd.Function`. It needs at least one **input that requires grad** (with frozen "
-        "embeddings or LoRA the block's parameters silently get no gradient), does not support "
-        "`torch.autograd.grad`/`backward(inputs=...)` or keyword arguments, marks DDP parameters ready twice, "
-        "and makes `torch.compile` break the graph around the block."
-    ),
-    NON_REENTRANT: (
-        "Non-reentrant checkpointing records the graph in forward and recomputes activations through "
-        "saved-tensor hooks when backward needs them. It works with inputs that do not require grad, "
-        "`torch.autograd.grad`, keyword arguments, DDP and `torch.compile`, and raises `CheckpointError` "
-        "when the recomputation differs from the forward (non-deterministic blocks)."
-    ),
-}
 
 
 def _facts(document: TextDocument) -> FileFacts | None:
@@ -71,208 +49,6 @@ def _roots(ls: RootrankServer) -> tuple[str, ...]:
     if ls.workspace.root_path:
         roots.append(ls.workspace.root_path)
     return tuple(dict.fromkeys(roots))
-
-
-# --------------------------------------------------------------------------- modes
-
-
-def passes_use_reentrant(call: Call) -> bool:
-    """Whether `use_reentrant` reaches torch explicitly from this call."""
-    if call.name in ("checkpoint", "checkpoint_sequential"):
-        return call.keywords.get("use_reentrant", "None") != "None"
-    if call.name == "gradient_checkpointing_enable":
-        return "use_reentrant" in call.keywords.get("gradient_checkpointing_kwargs", "")
-    return True  # checkpoint_wrapper and apply_activation_checkpointing always pass it
-
-
-def mode_of(call: Call, env: Environment) -> tuple[str, str]:
-    """(mode, why) for a checkpointing call."""
-    kw = call.keywords
-    if call.name in ("checkpoint", "checkpoint_sequential"):
-        value = kw.get("use_reentrant")
-        if value == "False":
-            return NON_REENTRANT, "`use_reentrant=False`"
-        if value == "True":
-            return REENTRANT, "`use_reentrant=True`"
-        if value is not None and value != "None":
-            return RUNTIME, f"`use_reentrant={value}`"
-        if call.has_star_kwargs:
-            return RUNTIME, "`use_reentrant` may come from `**kwargs`; reentrant if it does not"
-        return REENTRANT, "`use_reentrant` not passed: PyTorch falls back to the reentrant implementation"
-    if call.name == "gradient_checkpointing_enable":
-        value = kw.get("gradient_checkpointing_kwargs", "")
-        compact = value.replace(" ", "").replace('"', "'")
-        if "'use_reentrant':False" in compact:
-            return NON_REENTRANT, '`gradient_checkpointing_kwargs={"use_reentrant": False}`'
-        if "'use_reentrant':True" in compact:
-            return REENTRANT, '`gradient_checkpointing_kwargs={"use_reentrant": True}`'
-        if value and "use_reentrant" in value:
-            return RUNTIME, f"`gradient_checkpointing_kwargs={value}`"
-        transformers = env.version("transformers")
-        return REENTRANT, ("no `use_reentrant` in `gradient_checkpointing_kwargs`: transformers passes "
-                           "`use_reentrant=True`" + (f" (transformers {transformers})" if transformers else ""))
-    if call.name == "checkpoint_wrapper":
-        value = kw.get("checkpoint_impl", "")
-        if "NO_REENTRANT" in value:
-            return NON_REENTRANT, "`checkpoint_impl=CheckpointImpl.NO_REENTRANT`"
-        if "REENTRANT" in value:
-            return REENTRANT, "`checkpoint_impl=CheckpointImpl.REENTRANT`"
-        return NON_REENTRANT, "default `checkpoint_impl=CheckpointImpl.NO_REENTRANT` (torch 2.x)"
-    if call.name == "apply_activation_checkpointing":
-        value = kw.get("checkpoint_wrapper_fn", "")
-        if "NO_REENTRANT" in value or not value:
-            return NON_REENTRANT, ("default wrapper `checkpoint_wrapper` (non-reentrant)" if not value
-                                   else f"`checkpoint_wrapper_fn={value}`")
-        if "REENTRANT" in value:
-            return REENTRANT, f"`checkpoint_wrapper_fn={value}`"
-        return RUNTIME, f"`checkpoint_wrapper_fn={value}`"
-    return "", ""
-
-
-def torch_note(mode: str, env: Environment, passed: bool = True, call: str = "checkpoint") -> str:
-    """What the mode means with the workspace's torch; `passed`: whether use_reentrant reaches torch explicitly."""
-    from rootrank.lsp.environment import version_tuple
-
-    version = env.version("torch")
-    if version is None:
-        return f"torch is not installed in the workspace environment ({env.where}); the notes below assume torch 2.x."
-    v = version_tuple(version) or (0, 0)
-    head = f"torch {version} (from {env.where}): "
-    if v < (1, 11):
-        return head + "there is no `use_reentrant` argument; checkpointing is always reentrant."
-    if mode == REENTRANT and call == "gradient_checkpointing_enable" and not passed:
-        return head + ("recent transformers (since early 2024) pass `use_reentrant=True` explicitly, so torch does not "
-                       "warn; older ones call checkpoint without it and torch ≥ 2.1 prints a `UserWarning`.")
-    if mode == REENTRANT and not passed and v < (2, 1):
-        return head + "reentrant is the default and is used silently."
-    if mode == REENTRANT and not passed and version.startswith("2.3.0a0"):
-        return head + "this pre-release raises `ValueError` when `use_reentrant` is not passed."
-    if mode == REENTRANT and not passed:
-        return head + ("a call without `use_reentrant` still runs reentrant and prints a `UserWarning` "
-                       "(a warning only on every release from 2.1 to 2.13).")
-    if mode == REENTRANT:
-        return head + "reentrant checkpointing, chosen explicitly: no warning."
-    if mode == NON_REENTRANT:
-        return head + "non-reentrant checkpointing is supported and is the implementation PyTorch recommends."
-    return head + "both implementations are available."
-
-
-def interactions(mode: str, facts: FileFacts) -> list[str]:
-    notes = []
-    used = facts.features
-    if "compile" in used:
-        notes.append(f"`torch.compile` (line {used['compile']}): "
-                     + ("a reentrant checkpoint breaks the graph (or fails under compiled autograd); use "
-                        "`use_reentrant=False`." if mode == REENTRANT else
-                        "non-reentrant checkpoints are traced into the compiled graph."))
-    if "DDP" in used:
-        notes.append(f"DDP (line {used['DDP']}): "
-                     + ("reentrant backward marks parameters ready twice: \"Expected to mark a variable ready only "
-                        "once\" unless `static_graph=True`." if mode == REENTRANT else
-                        "works with non-reentrant checkpointing without `static_graph`."))
-    if "FSDP" in used:
-        notes.append(f"FSDP (line {used['FSDP']}): "
-                     + ("use non-reentrant checkpointing (`checkpoint_wrapper`'s default) and apply it before "
-                        "sharding." if mode == REENTRANT else "apply checkpointing before sharding the modules."))
-    if "PEFT" in used:
-        notes.append(f"PEFT (line {used['PEFT']}): "
-                     + ("the base model is frozen, so no input of a checkpointed block requires grad and the "
-                        "adapters inside get **no gradient** unless you call `model.enable_input_require_grads()` "
-                        "or use non-reentrant checkpointing." if mode == REENTRANT else
-                        "frozen inputs are fine with non-reentrant checkpointing."))
-    if "DeepSpeed" in used:
-        notes.append(f"DeepSpeed (line {used['DeepSpeed']}): its activation checkpointing config and ZeRO-3 "
-                     "interact with recomputation; keep one checkpointing mechanism per block.")
-    return notes
-
-
-def coverage(call: Call, facts: FileFacts) -> str:
-    """How much of the model this call checkpoints."""
-    kw = call.keywords
-    if call.name == "checkpoint":
-        block = call.args[0] if call.args else "the function"
-        text = f"`{block}`"
-        if call.loops:
-            text += f" once per iteration of `{call.loops[-1]}`"
-            if len(call.loops) > 1:
-                text += f" (nested in `{call.loops[0]}`)"
-        else:
-            text += " at this call site"
-        if call.conditions:
-            text += f", only when `{' and '.join(call.conditions)}`"
-    elif call.name == "checkpoint_sequential":
-        segments = kw.get("segments") or (call.args[1] if len(call.args) > 1 else "?")
-        stack = call.args[0] if call.args else "the sequence"
-        text = f"`{stack}` split into `{segments}` segments; every segment but the last is checkpointed"
-    elif call.name == "gradient_checkpointing_enable":
-        text = "every layer of the model that supports gradient checkpointing (typically each decoder block)"
-    elif call.name == "checkpoint_wrapper":
-        text = f"the wrapped module `{call.args[0]}`" if call.args else "the wrapped module"
-    elif call.name == "apply_activation_checkpointing":
-        check = kw.get("check_fn")
-        text = (f"every submodule for which `check_fn` is true: `{check}`" if check else
-                "every submodule (no `check_fn`: the default wraps all of them)")
-    else:
-        return ""
-    sites = len(facts.checkpoint_calls())
-    if sites > 1:
-        text += f". {sites} checkpointing calls in this file."
-    return text
-
-
-TRADE_OFF = ("Activations inside the checkpointed region are not kept for backward, only its inputs; backward "
-             "recomputes the region's forward. Peak activation memory drops roughly to one region at a time; "
-             "compute grows by about one extra forward of the region (≈ +30 % per step when every layer is "
-             "checkpointed).")
-
-
-def call_markdown(call: Call, facts: FileFacts, env: Environment) -> str:
-    from rootrank.lsp.calls import CHECKPOINTING, TARGETS
-
-    title = f"**`{call.written}`**: `{TARGETS[call.name]}`"
-    parts = [title, ""]
-    if call.name in CHECKPOINTING:
-        mode, why = mode_of(call, env)
-        parts.append(f"**{mode.capitalize()}**: {why}.")
-        parts += ["", torch_note(mode, env, passes_use_reentrant(call), call.name)]
-        if mode in MEANING:
-            parts += ["", MEANING[mode]]
-        notes = interactions(mode, facts)
-        if notes:
-            parts += ["", "**This file also uses**", ""] + [f"- {n}" for n in notes]
-        parts += ["", f"**Trade-off**: {TRADE_OFF}"]
-        parts += ["", f"**Checkpointed**: {coverage(call, facts)}"]
-        return "\n".join(parts)
-    # compile / DDP / FSDP: how they meet the file's checkpointing
-    checkpoints = facts.checkpoint_calls()
-    if call.name == "DistributedDataParallel":
-        flags = ", ".join(f"`{k}={call.keywords[k]}`" for k in ("find_unused_parameters", "static_graph")
-                          if k in call.keywords)
-        parts.append("Wraps the model for data-parallel training; gradients are all-reduced in buckets as "
-                     "backward marks parameters ready." + (f" Here: {flags}." if flags else ""))
-    elif call.name == "compile":
-        parts.append("Compiles the module/function with TorchDynamo + Inductor on first call; graph breaks "
-                     "and recompilations cost time at every new shape or guard failure.")
-    else:
-        parts.append("Shards parameters, gradients and optimizer state across ranks; parameters are "
-                     "all-gathered again when a checkpointed block is recomputed in backward.")
-    if env.version("torch"):
-        parts += ["", f"torch {env.version('torch')} (from {env.where})."]
-    if checkpoints:
-        parts += ["", "**Checkpointing in this file**", ""]
-        for other in checkpoints[:8]:
-            mode, why = mode_of(other, env)
-            parts.append(f"- line {other.line}: `{other.written}` — {mode} ({why})")
-        if any(mode_of(c, env)[0] == REENTRANT for c in checkpoints):
-            note = {"DistributedDataParallel": "reentrant checkpointing under DDP marks parameters ready twice "
-                                               "(\"Expected to mark a variable ready only once\") unless "
-                                               "`static_graph=True`; prefer `use_reentrant=False`.",
-                    "compile": "reentrant checkpoints break the compiled graph; prefer `use_reentrant=False`.",
-                    }.get(call.name, "prefer non-reentrant checkpointing with FSDP.")
-            parts += ["", f"**Note**: {note}"]
-    else:
-        parts += ["", "No activation checkpointing in this file."]
-    return "\n".join(parts)
 
 
 # --------------------------------------------------------------------------- handler
@@ -328,6 +104,8 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
                 from rootrank.lsp.environment import find_environment
 
                 env = find_environment(ls.settings.python, _roots(ls))
+                from rootrank.lsp.checkpointing import call_markdown
+
                 sections.append(call_markdown(call, facts, env))
                 hover_range = lines.range(call.line, call.column + 1, call.end_line, call.end_column + 1)
     lines = lines or Lines(document.source, encoding_name(ls.workspace.position_encoding))
