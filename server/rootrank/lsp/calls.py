@@ -288,9 +288,9 @@ class _Reader(ast.NodeVisitor):
 # Top-level `def`/`class`/decorator lines: the file is cut before each (decorators stay with their def), and
 # each piece is parsed and read once per distinct text, so a keystroke re-reads one piece of a big file.
 _TOP_LEVEL = re.compile(r"^(?:(@)|(?:async[ \t]+)?def[ \t]|class[ \t])", re.MULTILINE)
-_CACHE_SIZE = 4096
-_TREES: OrderedDict[str, ast.Module | None] = OrderedDict()
-_ALIASES: OrderedDict[str, dict[str, str]] = OrderedDict()
+# Keyed by piece text; trees are not kept (they are large), only what was read from them.
+_CACHE_SIZE = 2048
+_ALIASES: OrderedDict[str, dict[str, str] | None] = OrderedDict()  # None: the piece does not parse
 _PIECES: OrderedDict[tuple[str, int], FileFacts] = OrderedDict()
 
 
@@ -316,53 +316,70 @@ def _remember(cache: OrderedDict, key: object, value: object) -> None:
         cache.popitem(last=False)
 
 
-def _tree(text: str) -> ast.Module | None:
-    if text not in _TREES:
-        try:
-            tree: ast.Module | None = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            tree = None
-        _remember(_TREES, text, tree)
-    return _TREES[text]
+def _parse(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
-def _aliases(text: str, tree: ast.Module) -> dict[str, str]:
+def _aliases(text: str, trees: dict[str, ast.Module]) -> dict[str, str] | None:
+    """The import aliases a piece defines (None when it does not parse); its tree goes into `trees`."""
     if text not in _ALIASES:
-        reader = _Reader(text)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                reader.visit_Import(node)
-            elif isinstance(node, ast.ImportFrom):
-                reader.visit_ImportFrom(node)
-        _remember(_ALIASES, text, reader.aliases)
+        tree = _parse(text)
+        aliases = None
+        if tree is not None:
+            trees[text] = tree
+            reader = _Reader(text)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    reader.visit_Import(node)
+                elif isinstance(node, ast.ImportFrom):
+                    reader.visit_ImportFrom(node)
+            aliases = reader.aliases
+        _remember(_ALIASES, text, aliases)
     return _ALIASES[text]
 
 
-def _read_piece(text: str, tree: ast.Module, aliases: dict[str, str], key: int) -> FileFacts:
+def _read_piece(text: str, trees: dict[str, ast.Module], aliases: dict[str, str], key: int) -> FileFacts:
     if (text, key) not in _PIECES:
         reader = _Reader(text)
         reader.aliases = dict(aliases)
+        tree = trees.get(text) or _parse(text)
         # A very deep expression (Python compiles ~1000 levels) ends the walk: keep what was read before it.
         with contextlib.suppress(RecursionError):
-            reader.visit(tree)
+            if tree is not None:
+                reader.visit(tree)
         _remember(_PIECES, (text, key), reader.facts)
     return _PIECES[(text, key)]
 
 
+def _read_whole(source: str) -> FileFacts | None:
+    """One parse of the whole file, not cached (its text would be a new key on every keystroke)."""
+    tree = _parse(source)
+    if tree is None:
+        return None
+    reader = _Reader(source)
+    with contextlib.suppress(RecursionError):
+        reader.visit(tree)
+    reader.facts.calls.sort(key=lambda c: (c.line, c.column))
+    return reader.facts
+
+
 def read_file(source: str) -> FileFacts | None:
     """The facts of a Python source, or None when it does not parse."""
-    pieces = [(first, text, _tree(text)) for first, text in split_pieces(source)]
-    if any(tree is None for _, _, tree in pieces):
-        if len(pieces) == 1 or _tree(source) is None:
-            return None
-        pieces = [(1, source, _tree(source))]
+    pieces = split_pieces(source)
+    trees: dict[str, ast.Module] = {}
+    found = [_aliases(text, trees) for _, text in pieces]
+    if any(a is None for a in found):  # a cut inside a string or brackets, or a real syntax error
+        return None if len(pieces) == 1 else _read_whole(source)
     aliases: dict[str, str] = {}
-    for _, text, tree in pieces:
-        aliases.update(_aliases(text, tree))  # type: ignore[arg-type]
+    for piece_aliases in found:
+        aliases.update(piece_aliases or {})
     key = hash(frozenset(aliases.items()))
     facts = FileFacts()
-    for first, text, tree in pieces:
-        piece = _read_piece(text, tree, aliases, key)  # type: ignore[arg-type]
+    for first, text in pieces:
+        piece = _read_piece(text, trees, aliases, key)
         shift = first - 1
         facts.calls.extend(
             dataclasses.replace(c, line=c.line + shift, end_line=c.end_line + shift) if shift else c
