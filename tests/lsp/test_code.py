@@ -243,3 +243,14 @@ async def test_a_burst_of_edits_is_checked_once(vscode: LanguageClient):
     await diagnostics_for(client, uri, version=6, min_count=1)
     versions = [p.version for p in client.published if p.uri == uri]  # type: ignore[attr-defined]
     assert not {3, 4, 5} & set(versions), versions  # the edits in between were never checked
+
+
+async def test_settings_pulled_when_the_client_sends_null(vscode: LanguageClient):
+    """VS Code's model: didChangeConfiguration carries null and the server asks for its section."""
+    client = vscode
+    uri = open_document(client, "train.py", TRAIN)
+    await diagnostics_for(client, uri, version=1, min_count=1)
+    client.set_configuration({"ignore": [RULE]}, section="rootrank")
+    client.published.clear()  # type: ignore[attr-defined]
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    assert not [d for d in await diagnostics_for(client, uri, version=1) if d.code == RULE]
