@@ -38,6 +38,11 @@ def initiating_message(root: RootCause) -> str:
     return f"{head}: rank {root.rank}, {root.title}" if root.rank is not None else f"{head}: {root.title}"
 
 
+def _docs(rule: str) -> types.CodeDescription | None:
+    href = engine.docs_uri(rule)
+    return types.CodeDescription(href=href) if href else None
+
+
 def to_diagnostics(diagnosis: Diagnosis, lines: Lines, uri: str) -> list[types.Diagnostic]:
     """The diagnosis of one log as diagnostics on that log's lines."""
     out: list[types.Diagnostic] = []
@@ -52,13 +57,12 @@ def to_diagnostics(diagnosis: Diagnosis, lines: Lines, uri: str) -> list[types.D
                                                f"evidence ({_rank(e.rank)})")
             for e in root.evidence if e.line != root.line and 0 < e.line <= len(lines)
         ]
-        href = engine.docs_uri(root.rule)
         out.append(types.Diagnostic(
             range=root_range,
             message=initiating_message(root),
             severity=LSP_SEVERITY.get(root.severity.value, types.DiagnosticSeverity.Error),
             code=root.rule,
-            code_description=types.CodeDescription(href=href) if href else None,
+            code_description=_docs(root.rule),
             source="rootrank",
             related_information=evidence or None,
             data={"kind": "initiating", "rule": root.rule, "rank": root.rank},
@@ -78,6 +82,7 @@ def to_diagnostics(diagnosis: Diagnosis, lines: Lines, uri: str) -> list[types.D
             + (f" (after the failure on {_rank(root.rank)})" if root is not None else ""),
             severity=types.DiagnosticSeverity.Information,
             code=item.rule,
+            code_description=_docs(item.rule),
             source="rootrank",
             related_information=related,
             data={"kind": "collateral", "rule": item.rule, "rank": item.rank},
@@ -93,6 +98,7 @@ def to_diagnostics(diagnosis: Diagnosis, lines: Lines, uri: str) -> list[types.D
             + (f", ranks {ranks}" if ranks else ""),
             severity=types.DiagnosticSeverity.Hint,
             code=finding.rule,
+            code_description=_docs(finding.rule),
             source="rootrank",
             data={"kind": "seen", "rule": finding.rule, "rank": finding.rank},
         ))
