@@ -200,7 +200,10 @@ def load_entry(path: Path, cache: LibraryCache | None = None) -> tuple[Entry | N
         message = str(exc).replace("\n", " ")
         return None, [LoadProblem(path, "<file>", f"not a valid entry file: {message}")]
     checker = _EntryChecker(path, data)
-    entry = checker.build()
+    try:
+        entry = checker.build()
+    except Exception as exc:
+        return None, [LoadProblem(path, "<file>", f"malformed entry ({type(exc).__name__}: {exc})")]
     if entry is not None and not checker.problems and cache is not None:
         cache.put(path, data)
     return entry, checker.problems
@@ -374,17 +377,24 @@ class _EntryChecker:
             self.fail("fix", "must be a string or a mapping with a 'default' string")
             return "", ()
         variants = []
-        for i, item in enumerate(value.get("variants") or []):
+        raw_variants = value.get("variants") or []
+        if not isinstance(raw_variants, list):
+            self.fail("fix.variants", "must be a list of {when, text}")
+            raw_variants = []
+        for i, item in enumerate(raw_variants):
             if not isinstance(item, dict) or not isinstance(item.get("when"), dict) \
                     or not isinstance(item.get("text"), str):
                 self.fail(f"fix.variants[{i}]", "must be a mapping with 'when' (mapping) and 'text' (string)")
                 continue
-            unknown = set(item["when"]) - {"stack", "field", "flag"}
+            unknown = {str(k) for k in item["when"]} - {"stack", "field", "flag"}
             if unknown:
                 self.fail(f"fix.variants[{i}].when", f"unknown condition(s) {sorted(unknown)}")
             stacks = item["when"].get("stack")
-            for stack in [stacks] if isinstance(stacks, str) else (stacks or []):
-                if stack not in STACKS:
+            stack_list = [stacks] if isinstance(stacks, str) else stacks if isinstance(stacks, list) else None
+            if stacks is not None and stack_list is None:
+                self.fail(f"fix.variants[{i}].when.stack", "must be a stack name or a list of them")
+            for stack in stack_list or []:
+                if not isinstance(stack, str) or stack not in STACKS:
                     self.fail(f"fix.variants[{i}].when.stack", f"unknown stack {stack!r}")
             variants.append(FixVariant(item["when"], item["text"].strip()))
         return value["default"].strip(), tuple(variants)
@@ -458,7 +468,11 @@ class _EntryChecker:
             self.fail("examples", "must be a mapping with 'match' and 'no_match'")
             return (), ()
         matches: list[Example] = []
-        for i, item in enumerate(value.get("match") or []):
+        raw_matches = value.get("match") or []
+        if not isinstance(raw_matches, list):
+            self.fail("examples.match", "must be a list")
+            raw_matches = []
+        for i, item in enumerate(raw_matches):
             if isinstance(item, str):
                 matches.append(Example(item))
             elif isinstance(item, dict) and isinstance(item.get("text"), str):

@@ -1,12 +1,21 @@
-"""Static screening of log patterns for catastrophic backtracking (nested or overlapping unbounded repeats).
+"""Static screening of log patterns for catastrophic backtracking.
 
-Python's `re` is a backtracking engine, so a pattern such as `(a+)+b` or `(\\w|\\d)*x` takes exponential time
-on a long run of the repeated characters. Entries are data contributed by many people, so the loader
-refuses such patterns instead of trusting review.
+Python's `re` is a backtracking engine: `(a+)+b`, `(\\w+\\s?)+$` or `(a|aa)+$` take exponential time on
+a long run of the repeated characters, and nested counted repeats (`(?:a{1,100}){1,100}`) polynomial
+time of a high degree. Entries are data contributed by many people, so the loader refuses such
+patterns instead of trusting review. The rules, over the parsed pattern:
+
+1. a repeat that can iterate many times (unbounded, or more than MANY) must not contain another
+   variable-length repeat, unless every iteration has to consume a delimiter the inner repeat cannot
+   match (`(?:, \\w+)*` is fine: each round starts with ", ");
+2. such a repeat must not contain alternatives that can start with the same character, or an empty one.
+
+First characters are approximated over ASCII, which is what log lines are made of.
 """
 
 from __future__ import annotations
 
+import string
 import sys
 from typing import Any
 
@@ -17,97 +26,194 @@ else:  # pragma: no cover - Python 3.10
     import sre_parse
     from sre_constants import MAXREPEAT
 
-_REPEATS = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
+MANY = 15  # iterations above which a repeat counts as "can iterate many times"
+_ASCII = frozenset(chr(c) for c in range(32, 127)) | {"\t"}
+_CATEGORIES = {
+    "CATEGORY_DIGIT": frozenset(string.digits),
+    "CATEGORY_NOT_DIGIT": _ASCII - frozenset(string.digits),
+    "CATEGORY_SPACE": frozenset(" \t"),
+    "CATEGORY_NOT_SPACE": _ASCII - frozenset(" \t"),
+    "CATEGORY_WORD": frozenset(string.ascii_letters + string.digits + "_"),
+    "CATEGORY_NOT_WORD": _ASCII - frozenset(string.ascii_letters + string.digits + "_"),
+}
+_REPEATS = {"MAX_REPEAT", "MIN_REPEAT"}
+Node = tuple[Any, Any]
 
 
 def backtracking_risk(pattern: str) -> str:
-    """Return a description of the first risky construct in `pattern`, or "" when it looks linear."""
+    """A description of the first risky construct in `pattern`, or "" when it looks linear."""
     try:
         parsed = sre_parse.parse(pattern)
     except Exception as exc:
         return f"cannot parse: {exc}"
-    return _scan(list(parsed.data), inside_unbounded=False)
+    return _scan(list(parsed.data))
 
 
-def _unbounded(op: str, av: Any) -> bool:
-    return op in _REPEATS and av[1] == MAXREPEAT
+def _many(high: int) -> bool:
+    return high == MAXREPEAT or high > MANY
 
 
-def _scan(items: list[tuple[Any, Any]], inside_unbounded: bool) -> str:
+def _scan(items: list[Node]) -> str:
     for op, av in items:
         name = str(op)
         if name in _REPEATS:
             _low, high, body = av
-            if name == "POSSESSIVE_REPEAT":
-                continue
-            unbounded = high == MAXREPEAT or (isinstance(high, int) and high > 1000)
-            if unbounded and inside_unbounded and _can_repeat(list(body)):
-                return "an unbounded repeat nested inside another unbounded repeat"
-            if unbounded and _has_overlapping_branches(list(body)):
-                return "an unbounded repeat over alternatives that can match the same text"
-            found = _scan(list(body), inside_unbounded or unbounded)
+            body_items = list(body)
+            if _many(high):
+                inner = _variable_repeats(body_items)
+                if inner and not _delimited(body_items, inner):
+                    return "a repeat nested inside another repeat that can iterate many times"
+                if _overlapping_alternatives(body_items):
+                    return "alternatives that can match the same text inside a repeat"
+            found = _scan(body_items)
             if found:
                 return found
         elif name == "SUBPATTERN":
-            found = _scan(list(av[-1]), inside_unbounded)
+            found = _scan(list(av[-1]))
             if found:
                 return found
         elif name == "BRANCH":
             for branch in av[1]:
-                found = _scan(list(branch), inside_unbounded)
+                found = _scan(list(branch))
                 if found:
                     return found
         elif name in ("ASSERT", "ASSERT_NOT"):
-            found = _scan(list(av[1]), inside_unbounded)
+            found = _scan(list(av[1]))
             if found:
                 return found
     return ""
 
 
-def _can_repeat(items: list[tuple[Any, Any]]) -> bool:
-    """True when the body itself holds an unbounded repeat (directly or in a group)."""
+def _variable_repeats(items: list[Node]) -> list[Node]:
+    """Repeats of variable length (min < max, max > 1) anywhere inside `items`."""
+    out: list[Node] = []
     for op, av in items:
         name = str(op)
-        if name in _REPEATS and str(op) != "POSSESSIVE_REPEAT" and av[1] == MAXREPEAT:
-            return True
-        if name == "SUBPATTERN" and _can_repeat(list(av[-1])):
-            return True
-        if name == "BRANCH" and any(_can_repeat(list(b)) for b in av[1]):
-            return True
-    return False
+        if name in _REPEATS:
+            low, high, body = av
+            if high != low and (high == MAXREPEAT or high > 1):
+                out.append((op, av))
+            out.extend(_variable_repeats(list(body)))
+        elif name == "SUBPATTERN":
+            out.extend(_variable_repeats(list(av[-1])))
+        elif name == "BRANCH":
+            for branch in av[1]:
+                out.extend(_variable_repeats(list(branch)))
+    return out
 
 
-def _first_chars(items: list[tuple[Any, Any]]) -> set[str] | None:
-    """Characters a sequence can start with, or None when unknown/any."""
-    if not items:
+def _delimited(body: list[Node], inner: list[Node]) -> bool:
+    """Every iteration starts with a literal character that none of the inner repeats can match."""
+    first = _leading_literal(body)
+    if first is None:
+        return False
+    return all(first not in _repeat_chars(node) for node in inner)
+
+
+def _leading_literal(items: list[Node]) -> str | None:
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL":
+            return chr(av)
+        if name == "SUBPATTERN":
+            return _leading_literal(list(av[-1]))
+        if name == "AT":
+            continue
         return None
-    op, av = items[0]
-    name = str(op)
-    if name == "LITERAL":
-        return {chr(av)}
-    if name == "SUBPATTERN":
-        return _first_chars(list(av[-1]))
     return None
 
 
-def _has_overlapping_branches(items: list[tuple[Any, Any]]) -> bool:
-    """An alternation inside a repeat whose branches can start with the same character (or are opaque)."""
+def _repeat_chars(node: Node) -> frozenset[str]:
+    """Characters a repeat's body can consume (approximated by the chars of every element)."""
+    return _chars(list(node[1][2]))
+
+
+def _chars(items: list[Node]) -> frozenset[str]:
+    out: set[str] = set()
+    for op, av in items:
+        out |= _element_chars(op, av)
+    return frozenset(out)
+
+
+def _element_chars(op: Any, av: Any) -> frozenset[str]:
+    name = str(op)
+    if name == "LITERAL":
+        return frozenset({chr(av)})
+    if name == "NOT_LITERAL":
+        return _ASCII - {chr(av)}
+    if name == "ANY":
+        return _ASCII
+    if name == "IN":
+        return _class_chars(av)
+    if name in _REPEATS:
+        return _chars(list(av[2]))
+    if name == "SUBPATTERN":
+        return _chars(list(av[-1]))
+    if name == "BRANCH":
+        return frozenset().union(*(_chars(list(b)) for b in av[1]))
+    return frozenset()
+
+
+def _class_chars(items: list[Node]) -> frozenset[str]:
+    chars: set[str] = set()
+    negate = False
     for op, av in items:
         name = str(op)
-        if name == "SUBPATTERN" and _has_overlapping_branches(list(av[-1])):
-            return True
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            chars.add(chr(av))
+        elif name == "RANGE":
+            chars |= {chr(c) for c in range(av[0], av[1] + 1)}
+        elif name == "CATEGORY":
+            chars |= _CATEGORIES.get(str(av), _ASCII)
+    result = frozenset(chars) & _ASCII if not negate else _ASCII - chars
+    return frozenset(result)
+
+
+def _first_chars(items: list[Node]) -> tuple[frozenset[str], bool]:
+    """(characters the sequence can start with, whether it can match the empty string)."""
+    first: set[str] = set()
+    for op, av in items:
+        name = str(op)
+        if name == "AT":
+            continue
+        if name in _REPEATS:
+            low, _high, body = av
+            chars, nullable = _first_chars(list(body))
+            first |= chars
+            if low > 0 and not nullable:
+                return frozenset(first), False
+            continue
+        if name == "SUBPATTERN":
+            chars, nullable = _first_chars(list(av[-1]))
+            first |= chars
+            if not nullable:
+                return frozenset(first), False
+            continue
+        if name == "BRANCH":
+            results = [_first_chars(list(b)) for b in av[1]]
+            first |= frozenset().union(*(r[0] for r in results))
+            if not any(r[1] for r in results):
+                return frozenset(first), False
+            continue
+        return frozenset(first | _element_chars(op, av)), False
+    return frozenset(first), True
+
+
+def _overlapping_alternatives(items: list[Node]) -> bool:
+    for op, av in items:
+        name = str(op)
+        if name == "SUBPATTERN":
+            if _overlapping_alternatives(list(av[-1])):
+                return True
+            continue
         if name != "BRANCH":
             continue
         seen: set[str] = set()
         for branch in av[1]:
-            chars = _first_chars(list(branch))
-            if chars is None:
-                # Opaque branches (classes, `.`) are common and usually disjoint in practice;
-                # flag only when two such branches are both unbounded themselves.
-                if _can_repeat(list(branch)):
-                    return True
-                continue
-            if seen & chars:
+            chars, nullable = _first_chars(list(branch))
+            if nullable or seen & chars:
                 return True
             seen |= chars
     return False

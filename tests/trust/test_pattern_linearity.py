@@ -185,22 +185,11 @@ NORMAL = [
 ]
 
 
-SCREEN_BUG = ("regex_safety._scan: for a repeat nested in an unbounded repeat it asks _can_repeat(inner body), i.e. "
-              "whether the *inner* body holds yet another repeat, so (a+)+b and friends pass; and the BRANCH left "
-              "by sre's prefix factoring of (a|a) has empty branches, which _has_overlapping_branches ignores")
-
-
-# Nested *bounded* repeats are as exponential: `(?:a{1,100}){1,100}b` takes seconds on 26 a's, yet the screen
-# only treats a bound over 1000 as unbounded.
+# Nested *bounded* repeats are as bad: `(?:a{1,100}){1,100}b` takes seconds on 26 a's.
 BOUNDED_CATASTROPHIC = [r"(?:a{1,100}){1,100}b", r"(?:\w{1,50}\s?){1,50}$", r"(a{0,999}){0,999}b"]
-BOUNDED_BUG = ("regex_safety._scan: `unbounded = high == MAXREPEAT or high > 1000`, so nested bounded repeats such "
-               "as (?:a{1,100}){1,100}b are never screened, though they backtrack exponentially")
 
 
-@pytest.mark.parametrize("pattern", [pytest.param(p, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=SCREEN_BUG))
-                                     for p in CATASTROPHIC]
-                         + [pytest.param(p, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=BOUNDED_BUG))
-                            for p in BOUNDED_CATASTROPHIC])
+@pytest.mark.parametrize("pattern", CATASTROPHIC + BOUNDED_CATASTROPHIC)
 def test_backtracking_risk_refuses_catastrophic_patterns(pattern: str) -> None:
     assert backtracking_risk(pattern), f"{pattern} was accepted"
 
