@@ -8,7 +8,8 @@ from lsprotocol import types
 
 from rootrank.lsp.convert import Lines
 
-NOQA = re.compile(r"#\s*noqa(?:\s*:\s*(?P<codes>[\w.\-]+(?:[ \t]*,[ \t]*[\w.\-]+)*))?", re.IGNORECASE)
+# The same comment syntax `rootrank check` honours (rootrank.lint: `# noqa` or `# noqa: id[, id...]`).
+NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[\w.\-]+(?:[ \t]*,[ \t]*[\w.\-]+)*))?", re.IGNORECASE)
 
 
 def noqa_edit(lines: Lines, index: int, rule: str) -> types.TextEdit | None:
