@@ -123,19 +123,32 @@ def discover(paths: list[str]) -> Iterator[str]:
             for root, dirs, files in os.walk(path):
                 dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
                 for name in sorted(files):
-                    if name.lower().endswith(SUFFIXES):
-                        yield os.path.join(root, name)
-        elif os.path.exists(path):
+                    full = os.path.join(root, name)
+                    # A FIFO or device named like a source would block or never end: only regular files.
+                    if name.lower().endswith(SUFFIXES) and os.path.isfile(full):
+                        yield full
+        elif os.path.isfile(path):
             yield path
+        elif os.path.exists(path):
+            raise InputError(f"{path}: not a regular file")
         else:
             raise InputError(f"{path}: no such file or directory")
 
 
+MAX_SOURCE_BYTES = 64 << 20
+
+
 def read_source(path: str) -> str:
     try:
-        data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()  # noqa: SIM115
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_SOURCE_BYTES + 1)
     except OSError as error:
         raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
+    if len(data) > MAX_SOURCE_BYTES:
+        raise InputError(f"{path}: larger than {MAX_SOURCE_BYTES >> 20} MiB; not a training script")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as bad:
@@ -153,6 +166,13 @@ def _fix_file(path: str, source: str, options: CheckOptions, unsafe: bool) -> tu
         count += sum(1 for f in findings if _applicable(f, unsafe))
         source = fixed
     if source != original:
+        # Never overwrite an edit saved while we were checking: fix only the text we read.
+        try:
+            current = read_source(path)
+        except InputError:
+            current = None
+        if current != original:
+            raise InputError(f"{path}: changed while being checked; not fixed (run again)")
         try:
             with open(path, "w", encoding="utf-8", newline="") as handle:
                 handle.write(source)

@@ -7,6 +7,7 @@ the recommended fix first even when it is unsafe, so `--fix` falls back to the f
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 
 from rootrank.lint.source import Locator
@@ -21,7 +22,7 @@ def choose(finding: Finding, unsafe: bool) -> Fix | None:
 def apply_fixes(source: str, findings: Iterable[Finding], unsafe: bool = False) -> str:
     """Apply the chosen fix of each finding; a fix overlapping an accepted one is left for a later pass."""
     locator = Locator(source)
-    accepted: list[tuple[int, int, str]] = []
+    accepted: list[tuple[int, int, str]] = []  # kept sorted by start; never overlapping
     seen: set[tuple[Edit, ...]] = set()
     ordered = sorted(findings, key=lambda f: (f.line, f.column, f.rule))
     for finding in ordered:
@@ -30,14 +31,33 @@ def apply_fixes(source: str, findings: Iterable[Finding], unsafe: bool = False) 
             continue
         spans = [(locator.offset(e.line, e.column), locator.offset(e.end_line, e.end_column), e.text)
                  for e in fix.edits]
-        if any(start > end for start, end, _ in spans) or any(_overlaps(s, a) for s in spans for a in accepted):
+        if any(start > end for start, end, _ in spans) or any(_collides(s, accepted) for s in spans) \
+                or any(_overlaps(a, b) for i, a in enumerate(spans) for b in spans[i + 1:]):
             continue
         seen.add(fix.edits)
-        accepted.extend(spans)
-    result = source
-    for start, end, text in sorted(accepted, key=lambda s: (s[0], s[1]), reverse=True):
-        result = result[:start] + text + result[end:]
-    return result
+        for span in spans:
+            bisect.insort(accepted, span, key=lambda s: (s[0], s[1]))
+    # Build the result in one pass (slicing the source once per edit would be quadratic).
+    pieces: list[str] = []
+    position = 0
+    for start, end, text in accepted:
+        pieces.append(source[position:start])
+        pieces.append(text)
+        position = end
+    pieces.append(source[position:])
+    return "".join(pieces)
+
+
+def _collides(span: tuple[int, int, str], accepted: list[tuple[int, int, str]]) -> bool:
+    """Whether `span` overlaps an accepted span; only its neighbours in start order can."""
+    index = bisect.bisect_left(accepted, (span[0], span[1]), key=lambda s: (s[0], s[1]))
+    if index > 0 and _overlaps(span, accepted[index - 1]):
+        return True
+    while index < len(accepted) and accepted[index][0] <= span[1]:
+        if _overlaps(span, accepted[index]):
+            return True
+        index += 1
+    return False
 
 
 def _overlaps(a: tuple[int, int, str], b: tuple[int, int, str]) -> bool:
