@@ -75,6 +75,20 @@ async function setTheme(name) {
   await page.waitForTimeout(800);  // the webview re-themes asynchronously
 }
 
+// Click an item of an open context menu; a click during the menu's opening animation can be lost, so
+// click again until the menu closes.
+async function clickMenuItem(text) {
+  const item = page.locator('.monaco-menu .action-item', { hasText: text }).first();
+  await item.waitFor({ timeout: 10000 });
+  for (let attempt = 1; ; attempt++) {
+    await item.hover();
+    await item.locator('.action-label').click({ timeout: 5000 }).catch(() => {});
+    try { await item.waitFor({ state: 'detached', timeout: 2000 }); return; } catch (e) {
+      if (attempt === 4) throw new Error(`menu item "${text}" did not run`);
+    }
+  }
+}
+
 // Reload the workbench and wait for the new page (not the old one that is going away).
 async function reloadWindow() {
   const navigated = page.waitForEvent('framenavigated', { predicate: f => f === page.mainFrame(), timeout: 30000 });
@@ -144,9 +158,7 @@ await check('diagnose-selection-report', async () => {
   const lines = page.locator('.editor-instance .view-lines').first();
   const box = await lines.boundingBox();
   await page.mouse.click(box.x + 80, box.y + 40, { button: 'right' });
-  const item = page.locator('.monaco-menu .action-item', { hasText: 'Diagnose Selection' }).first();
-  await item.waitFor({ timeout: 10000 });
-  await item.click();
+  await clickMenuItem('Diagnose Selection');
   const r = report();
   await r.locator('h1', { hasText: 'Uncaught Python exception' }).waitFor({ timeout: 30000 });
   await r.locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
@@ -229,9 +241,7 @@ await check('terminal-selection', async () => {
 // 10. Diagnose a log file from the explorer's context menu
 await check('explorer-diagnose-file', async () => {
   await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'crash.log' }).first().click({ button: 'right' });
-  const item = page.locator('.monaco-menu .action-item', { hasText: 'Diagnose Log File' }).first();
-  await item.waitFor({ timeout: 10000 });
-  await item.click();
+  await clickMenuItem('Diagnose Log File');
   await report().locator('.origin', { hasText: /^crash\.log$/ }).waitFor({ timeout: 15000 });
   await report().locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
 });
