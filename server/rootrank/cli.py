@@ -167,6 +167,11 @@ def _run_rules(args: argparse.Namespace) -> int:
 
 
 def _run_lsp(args: argparse.Namespace) -> int:
+    import gc
+
+    # As in `python -m rootrank.lsp`: no collections while lsprotocol's many objects are created;
+    # the server freezes them and turns the collector back on before serving.
+    gc.disable()
     from rootrank.lsp.server import main as lsp_main
 
     lsp_main()

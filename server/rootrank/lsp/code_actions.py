@@ -63,6 +63,10 @@ def quick_fixes(
     ls: RootrankServer, document: TextDocument, diagnostic: types.Diagnostic, data: dict[str, Any]
 ) -> list[types.CodeAction]:
     actions: list[types.CodeAction] = []
+    # The preferred action is what an editor may apply in one keystroke (auto-fix), so it is the first
+    # *safe* fix; the engine's recommendation, listed first, may change semantics and stays a choice.
+    preferred = next((i for i, f in enumerate(data.get("fixes", ()))
+                      if f.get("applicability") == "safe" and f.get("edits")), None)
     for index, fix in enumerate(data.get("fixes", ())):
         applicability = fix.get("applicability")
         if applicability == "display-only" or not fix.get("edits"):
@@ -75,7 +79,7 @@ def quick_fixes(
             kind=types.CodeActionKind.QuickFix,
             diagnostics=[diagnostic],
             edit=_edit(ls, document, _text_edits(fix)),
-            is_preferred=True if index == 0 else None,  # the engine lists its preferred fix first
+            is_preferred=True if index == preferred else None,
         ))
     noqa = data.get("noqa")
     if isinstance(noqa, dict):
