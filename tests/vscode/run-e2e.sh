@@ -8,6 +8,7 @@
 #
 # Env: RR_E2E_PYTHON   interpreter for rootrank.interpreter (default: .venv/bin/python, else python3);
 #                      the extension runs its *bundled* server and libraries with it (importStrategy useBundled)
+#      PYTHON          interpreter with pip that fills bundled/ (default: RR_E2E_PYTHON)
 #      RR_VSIX         use this .vsix instead of building one
 #      RR_E2E_CACHE    heavy installs kept between runs (default ~/.cache/rootrank-e2e, about 1 GB)
 #      PORT            code-server port on 127.0.0.1 (default 8765); KEEP_RUN=1 keeps the temp profile
@@ -93,7 +94,7 @@ if [ -z "$VSIX" ]; then
     echo "$lock" > node_modules/.rootrank-lock
   fi
   say "npm run package"
-  PYTHON=$PY npm run -s package > "$RUN/package.log" 2>&1 || { tail -30 "$RUN/package.log"; fail "npm run package failed"; }
+  PYTHON=${PYTHON:-$PY} npm run -s package > "$RUN/package.log" 2>&1 || { tail -30 "$RUN/package.log"; fail "npm run package failed"; }
   VSIX=$ROOT/rootrank.vsix
 fi
 [ -f "$VSIX" ] || fail "no .vsix at $VSIX"
