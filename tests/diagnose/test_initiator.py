@@ -121,3 +121,17 @@ def test_local_ranks_are_mapped_per_node() -> None:
     d = diagnose_text("\n".join(lines))
     assert d.root_cause is not None
     assert (d.root_cause.rule, d.root_cause.rank, d.root_cause.host) == ("memory.cuda-oom", 9, "node-001")
+
+
+def test_benign_nccl_and_c10d_warnings_of_a_finished_run_raise_no_alarm() -> None:
+    lines = [
+        "node1:1234:1250 [0] NCCL WARN NET/IB : No device found.",
+        "node1:1234:1250 [0] NCCL WARN Error : no BAR found for path /sys/devices/pci0000:00",
+        "[W socket.cpp:464] [c10d] The server socket cannot be initialized on [::]:29500 (errno: 97 - Address "
+        "family not supported by protocol).",
+        "{'train_runtime': 100.0, 'train_samples_per_second': 10.0, 'train_loss': 0.5, 'epoch': 3.0}",
+        "[rank0]:[W1130 01:25:58.478 ProcessGroupNCCL.cpp:1479] Warning: WARNING: process group has NOT been "
+        "destroyed before we destruct ProcessGroupNCCL.",
+    ]
+    d = diagnose_text("\n".join(lines))
+    assert d.root_cause is None or d.root_cause.severity.value != "error"

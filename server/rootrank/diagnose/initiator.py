@@ -105,7 +105,9 @@ class InitiatorFinder:
         causes = [e for e in causes if e.line.rank is not None or self._event_rank(e) not in suffering]
         if causes:
             return self._from_causes(causes, units)
-        symptoms = [u for u in units if u.role is Role.SYMPTOM]
+        # Only what ranks suffered as errors points at a stalled peer; warning-level symptoms (an NCCL
+        # WARN line, a store shutting down at exit) also appear in runs that finished.
+        symptoms = [u for u in units if u.role is Role.SYMPTOM and u.severity is Severity.ERROR]
         if symptoms:
             return self._from_symptoms(symptoms)
         soft = [u for u in units if u.role is Role.CAUSE]
