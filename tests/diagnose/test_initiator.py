@@ -135,3 +135,18 @@ def test_benign_nccl_and_c10d_warnings_of_a_finished_run_raise_no_alarm() -> Non
     ]
     d = diagnose_text("\n".join(lines))
     assert d.root_cause is None or d.root_cause.severity.value != "error"
+
+
+def test_exception_ignored_at_exit_is_not_a_failure() -> None:
+    lines = [
+        "{'train_runtime': 100.0, 'train_loss': 0.5, 'epoch': 3.0}",
+        "Exception ignored in: <function _MultiProcessingDataLoaderIter.__del__ at 0x7f2c1c0e1e50>",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 1478, in __del__',
+        "    self._shutdown_workers()",
+        "AttributeError: 'NoneType' object has no attribute 'join'",
+    ]
+    assert diagnose_text("\n".join(lines)).root_cause is None
+    # The same traceback, raised: a failure.
+    raised = diagnose_text("\n".join(lines[2:]))
+    assert raised.root_cause is not None and raised.root_cause.rule == "process.uncaught-exception"

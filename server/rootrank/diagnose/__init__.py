@@ -39,6 +39,7 @@ class Pipeline:
         self.matcher = Matcher(self.library)
         self.collector = EventCollector(self.library)
         self.census = RankCensus()
+        self.collector.ignored_blocks = self.scanner.tracebacks.ignored
 
     def prefilter(self, sample: bytes) -> Prefilter:
         """The prefilter for a source, tuned to its first bytes; the matcher follows its anchors."""

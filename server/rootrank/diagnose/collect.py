@@ -57,6 +57,7 @@ class EventCollector:
         self._block_index: dict[object, int] = {}  # unit -> index in units
         self._kept: dict[tuple[str, int | None], int] = defaultdict(int)
         self._block_op: dict[int, str] = {}
+        self.ignored_blocks: set[int] = set()  # shared with the traceback grouper
         self._order = 0
 
     def observe(self, line: LogLine) -> int:
@@ -80,6 +81,10 @@ class EventCollector:
         return self._order
 
     def add(self, line: LogLine, order: int, entry: Entry, fields: dict[str, str], pattern: str) -> None:
+        if line.block and line.block in self.ignored_blocks and entry.role is Role.CAUSE:
+            # Python printed this exception as "Exception ignored in ..." (a __del__ at exit, say): it
+            # was never raised, so it cannot have ended the run.
+            return
         rank = line.rank
         if fields.get("rank") is not None and rank is None:
             rank = int(fields["rank"])

@@ -26,6 +26,7 @@ MAX_FOLDED_ANCHOR_LEN = 5  # a case-folded anchor becomes 2**letters case varian
 # Lines the pipeline needs even though no entry matches them (traceback structure, launcher reports).
 STRUCTURAL_LITERALS = (
     "Traceback (most recent call last)",
+    "Exception ignored in",
     "During handling of the above exception",
     "The above exception was the direct cause",
     "closing signal",

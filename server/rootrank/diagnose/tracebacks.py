@@ -23,6 +23,7 @@ DENSE_WINDOW = 400
 
 @dataclass
 class _State:
+    ignored_next: bool = False  # "Exception ignored in: ..." announced the next traceback
     block: int = 0
     phase: str = "idle"  # idle | frames | after_exception | after_blank | chain
     since: int = 0  # line number where the current phase began (lines in between may be skipped)
@@ -34,6 +35,7 @@ class TracebackGrouper:
         self._next_block = 0
         self._open: dict[Hashable, int] = {}  # streams inside a traceback's frames -> header line number
         self._last_number = 0
+        self.ignored: set[int] = set()  # blocks Python printed as "Exception ignored in ..." (not raised)
 
     @property
     def inside_traceback(self) -> bool:
@@ -61,9 +63,15 @@ class TracebackGrouper:
         if state is None:
             state = self._states[stream] = _State()
         stripped = text.strip()
+        if stripped.startswith("Exception ignored in"):
+            state.ignored_next = True
+            return 0, False
         if "Traceback (most recent call last)" in stripped:
             if state.phase != "chain":
                 state.block = self._new_block()
+                if state.ignored_next:
+                    self.ignored.add(state.block)
+            state.ignored_next = False
             state.phase, state.since = "frames", number
             self._open[stream] = number
             return state.block, False
