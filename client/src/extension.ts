@@ -5,6 +5,7 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { registerCaptureProvider } from './capture';
 import { onDidChangePythonEnvironment } from './python';
 import { ReportPanel } from './report/panel';
 import type { Origin } from './report/panel';
@@ -69,7 +70,10 @@ async function diagnoseSelection(): Promise<void> {
 }
 
 function terminalOrigin(f: FailedCommand): Origin {
-  return { label: `terminal "${f.terminal.name}": ${shortCommand(f.commandLine)} (exit ${f.exitCode})`, text: stripAnsi(f.output) };
+  return {
+    label: `terminal "${f.terminal.name}": ${shortCommand(f.commandLine)} (exit ${f.exitCode})`,
+    text: stripAnsi(f.output), name: 'terminal output',
+  };
 }
 
 async function diagnoseTerminal(watcher: TerminalWatcher): Promise<void> {
@@ -81,7 +85,7 @@ async function diagnoseTerminal(watcher: TerminalWatcher): Promise<void> {
   // No failed command seen (no shell integration?): fall back to the terminal's selection.
   const text = vscode.window.activeTerminal ? await terminalSelection() : '';
   if (text.trim()) {
-    await diagnoseAndShow(text, { label: 'terminal selection', text });
+    await diagnoseAndShow(text, { label: 'terminal selection', text: stripAnsi(text), name: 'terminal selection' });
   } else {
     void vscode.window.showInformationMessage(
       'rootrank: no failed terminal command seen yet. Run the command in a terminal with shell integration, or select its output and use "Diagnose Terminal Selection".');
@@ -94,12 +98,12 @@ async function diagnoseTerminalSelection(): Promise<void> {
     void vscode.window.showInformationMessage('rootrank: select the failure in the terminal first.');
     return;
   }
-  await diagnoseAndShow(text, { label: 'terminal selection', text });
+  await diagnoseAndShow(text, { label: 'terminal selection', text: stripAnsi(text), name: 'terminal selection' });
 }
 
 async function diagnoseClipboard(): Promise<void> {
   const text = await vscode.env.clipboard.readText();
-  await diagnoseAndShow(text, { label: 'clipboard', text });
+  await diagnoseAndShow(text, { label: 'clipboard', text, name: 'clipboard' });
 }
 
 async function diagnoseFile(uri?: vscode.Uri): Promise<void> {
@@ -142,7 +146,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(id, fn as (...args: unknown[]) => unknown);
 
   context.subscriptions.push(
-    channel, server, watcher,
+    channel, server, watcher, registerCaptureProvider(),
     command('rootrank.diagnoseSelection', diagnoseSelection),
     command('rootrank.diagnoseTerminal', () => diagnoseTerminal(watcher)),
     command('rootrank.diagnoseTerminalSelection', diagnoseTerminalSelection),

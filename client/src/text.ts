@@ -6,7 +6,7 @@
 const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]/g;
 
 export function stripAnsi(text: string): string {
-  return text.replace(ANSI, '');
+  return text.replace(ANSI, '').replace(/\r\n/g, '\n');
 }
 
 /** Keeps the last `max` characters of a growing capture, cut at a line start. */

@@ -4,6 +4,7 @@ import { keepTail, shortCommand, stripAnsi } from '../src/text';
 
 test('strips colours and shell-integration marks for display', () => {
   assert.equal(stripAnsi('\x1b[31mError\x1b[0m\x1b]633;D;1\x07 done'), 'Error done');
+  assert.equal(stripAnsi('a\r\nb\r\n'), 'a\nb\n');
 });
 
 test('keeps the tail of a long capture from a line start', () => {

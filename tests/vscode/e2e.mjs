@@ -59,7 +59,7 @@ async function runCommand(title) {
 }
 async function openFile(name) {
   await page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first().click();
-  await page.locator('.tabs-container .tab.active', { hasText: name }).waitFor({ timeout: 20000 });
+  await page.locator('.tabs-container .tab.active', { hasText: name }).first().waitFor({ timeout: 20000 });
 }
 // Monaco renders spaces as U+00A0
 const editorText = async () => (await page.locator('.editor-instance .monaco-editor .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
@@ -225,6 +225,21 @@ await check('terminal-failed-command', async () => {
   await r.locator('.origin', { hasText: 'python3 crash.py (exit 1)' }).waitFor({ timeout: 15000 });
   await r.locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
   await shot('8-report-from-terminal');
+});
+
+// 9a. the palette command on the last failed command; its evidence opens the captured output in an editor
+await check('diagnose-last-failed-command', async () => {
+  await runCommand('rootrank: Diagnose Last Failed Terminal Command');
+  const r = report();
+  await r.locator('.origin', { hasText: 'python3 crash.py (exit 1)' }).waitFor({ timeout: 15000 });
+  const ref = r.locator('#evidence a.lineref').first();
+  const line = Number(await ref.getAttribute('data-line'));
+  await ref.click();
+  await page.locator('.tabs-container .tab.active', { hasText: 'terminal output.log' }).waitFor({ timeout: 10000 });
+  await page.locator('.statusbar-item', { hasText: new RegExp(`Ln ${line}, Col`) }).first().waitFor({ timeout: 10000 });
+  const active = (await page.locator('.editor-group-container.active .editor-instance .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
+  if (!active.includes('ValueError: random_crop')) throw new Error('the captured output is not in the editor');
+  await shot('8b-terminal-evidence-in-editor');
 });
 
 // 9b. the terminal's selection (copied through the clipboard, which is restored afterwards)

@@ -1,5 +1,6 @@
 /** The report webview: one panel, reused; messages from its script are handled here. */
 import * as vscode from 'vscode';
+import { captureUri } from '../capture';
 import { isSafeUrl } from './markdown';
 import { makeNonce, renderReport } from './html';
 import type { Diagnosis } from '../types';
@@ -12,8 +13,10 @@ export interface Origin {
   uri?: vscode.Uri;
   /** 0-based line in `uri` where the diagnosed text starts (a selection's first line). */
   lineOffset?: number;
-  /** The text itself, opened in an untitled editor when there is no `uri`. */
+  /** The text itself, opened read-only when there is no `uri`. */
   text?: string;
+  /** The name the captured text is shown under ("terminal output", "clipboard"). */
+  name?: string;
 }
 
 type Message =
@@ -84,7 +87,7 @@ export class ReportPanel {
       doc = await vscode.workspace.openTextDocument(this.origin.uri);
       target += this.origin.lineOffset ?? 0;
     } else if (this.origin.text !== undefined) {
-      this.scratch ??= await vscode.workspace.openTextDocument({ content: this.origin.text, language: 'log' });
+      this.scratch ??= await vscode.workspace.openTextDocument(captureUri(this.origin.text, this.origin.name ?? 'captured'));
       doc = this.scratch;
     } else {
       return;
