@@ -150,6 +150,19 @@ await check('quick-fix', async () => {
   if (!(await editorText()).includes('checkpoint(block, x, use_reentrant=False)')) throw new Error('fix not in the text');
 });
 
+// 4b. source.fixAll.rootrank on save (enabled in settings.json): the safe fix is applied when the file is saved
+await check('fix-all-on-save', async () => {
+  await openFile('fixall.py');
+  await page.locator('.editor-group-container.active .squiggly-warning').first().waitFor({ timeout: 30000 });
+  await page.locator('.editor-group-container.active .editor-instance .view-lines').first().click();
+  await page.keyboard.press('Control+S');
+  await page.waitForFunction(() => document.querySelector('.editor-group-container.active .editor-instance .view-lines')
+    ?.innerText.replace(/\u00a0/g, ' ').includes('checkpoint(block, x, use_reentrant=True)'), null, { timeout: 15000 });
+  await page.locator('.tabs-container .tab.active.dirty', { hasText: 'fixall.py' }).waitFor({ state: 'detached', timeout: 10000 });
+  const saved = readFileSync(join(process.env.WS, 'fixall.py'), 'utf8');
+  if (!saved.includes('use_reentrant=True')) throw new Error('the fix is not on disk');
+});
+
 // 5. Diagnose a selected multi-rank traceback from the editor's context menu: the report names rank 2
 await check('diagnose-selection-report', async () => {
   await openFile('crash.log');
