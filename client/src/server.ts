@@ -2,26 +2,16 @@
 import { execFile } from 'node:child_process';
 import * as vscode from 'vscode';
 import { ExecuteCommandRequest, LanguageClient, RevealOutputChannelOn } from 'vscode-languageclient/node';
-import type { DocumentSelector, LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
+import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
 import { interpreterProblem, resolveInterpreter, serverLaunch, VERSION_PROBE } from './interpreter';
 import type { Interpreter } from './interpreter';
 import { activePythonExecutable } from './python';
-import { readClientSettings, serverPayload, toServerSettings } from './settings';
+import { documentSelector, readClientSettings, serverPayload, toServerSettings } from './settings';
 import { toDiagnosis } from './types';
 import type { Diagnosis } from './types';
 
 /** The server's command (client command ids must differ: vscode-languageclient registers this one). */
 export const SERVER_DIAGNOSE = 'rootrank.diagnose';
-
-/** Languages the server checks as code or configs, plus training logs (see rootrank/lsp/diagnostics.py). */
-const CODE_LANGUAGES = ['python', 'yaml', 'json', 'jsonc', 'shellscript', 'log'];
-
-export function documentSelector(logPatterns: string[]): DocumentSelector {
-  return [
-    ...CODE_LANGUAGES.flatMap(language => [{ scheme: 'file', language }, { scheme: 'untitled', language }]),
-    ...logPatterns.map(pattern => ({ scheme: 'file', pattern: `**/${pattern}` })),
-  ];
-}
 
 function probe(interp: Interpreter): Promise<{ error?: string; output?: string }> {
   return new Promise(resolve => {

@@ -78,3 +78,16 @@ export function toServerSettings(cfg: ConfigReader, workspacePython?: string): S
 export function serverPayload(settings: ServerSettings): { settings: { rootrank: ServerSettings } } {
   return { settings: { rootrank: settings } };
 }
+
+/** Languages the server checks as code or configs, plus training logs (see rootrank/lsp/diagnostics.py). */
+export const SERVER_LANGUAGES = ['python', 'yaml', 'json', 'jsonc', 'shellscript', 'log'];
+
+export interface DocumentFilter { scheme: string; language?: string; pattern?: string }
+
+/** The documents sent to the server: its languages (saved and untitled) and files matching the log patterns. */
+export function documentSelector(logPatterns: string[]): DocumentFilter[] {
+  return [
+    ...SERVER_LANGUAGES.flatMap(language => [{ scheme: 'file', language }, { scheme: 'untitled', language }]),
+    ...logPatterns.map(pattern => ({ scheme: 'file', pattern: `**/${pattern}` })),
+  ];
+}

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readClientSettings, serverPayload, toServerSettings } from '../src/settings';
+import { documentSelector, readClientSettings, serverPayload, toServerSettings } from '../src/settings';
 import type { ConfigReader } from '../src/settings';
 
 const reader = (values: Record<string, unknown>): ConfigReader => ({ get: (k: string) => values[k] });
@@ -35,4 +35,13 @@ test('client-only settings', () => {
   assert.deepEqual(c.interpreter, ['/usr/bin/python3']);
   assert.equal(c.importStrategy, 'fromEnvironment');
   assert.equal(c.notifyOnTerminalFailure, false);
+});
+
+test('document selector: Python and configs (saved and untitled), log language, log file patterns', () => {
+  const sel = documentSelector(['slurm-*.out']);
+  assert.ok(sel.some(f => f.scheme === 'file' && f.language === 'python'));
+  assert.ok(sel.some(f => f.scheme === 'untitled' && f.language === 'python'));
+  assert.ok(sel.some(f => f.language === 'log'));
+  assert.ok(sel.some(f => f.pattern === '**/slurm-*.out'));
+  assert.ok(!sel.some(f => f.scheme === 'rootrank-capture'), 'captured text is not re-diagnosed');
 });
