@@ -297,6 +297,13 @@ await check('missing-python-then-restart', async () => {
   await report().locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
 });
 
+// 11b. the extension's output channel
+await check('show-log', async () => {
+  await runCommand('rootrank: Show Server Log');
+  await page.locator('.part.panel .output-view, .part.panel .monaco-editor', { hasText: 'starting:' }).first().waitFor({ timeout: 10000 });
+  await shot('10-output-channel');
+});
+
 // 12. the extension's log (client + server): the settings it sent were understood, nothing crashed
 await check('server-log-clean', async () => {
   const logs = readdirSync(process.env.LOGS_DIR, { recursive: true }).filter(f => String(f).endsWith('rootrank.log'));
