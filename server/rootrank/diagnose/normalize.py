@@ -24,6 +24,8 @@ def clean(text: str) -> str:
         text = _ANSI.sub("", text)
     if "\t" in text:
         text = text.replace("\t", "    ")
+    if text.isascii() and text.isprintable():
+        return text
     return _CONTROL.sub("", text) if _CONTROL.search(text) else text
 
 
