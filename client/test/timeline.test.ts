@@ -53,3 +53,11 @@ test('empty timeline draws nothing; many quiet ranks are summarised', () => {
   const svg = renderTimeline(d, { maxRows: 8 });
   assert.match(svg, /125 ranks without events are not drawn/);
 });
+
+test('drawn at the width the webview measured (text is never scaled down)', () => {
+  const narrow = renderTimeline(fixture(), { width: 330 });
+  assert.match(narrow, /viewBox="0 0 330 /);
+  const wide = renderTimeline(fixture(), { width: 900 });
+  assert.match(wide, /viewBox="0 0 900 /);
+  assert.match(wide, /text-anchor="end">line 63<\/text>/);
+});

@@ -206,7 +206,7 @@ button:hover { background: var(--vscode-button-hoverBackground); }
 button.secondary { background: var(--vscode-button-secondaryBackground); color: var(--vscode-button-secondaryForeground); }
 button.secondary:hover { background: var(--vscode-button-secondaryHoverBackground); }
 .figure { overflow-x: auto; border: 1px solid var(--vscode-widget-border, var(--vscode-panel-border, transparent)); border-radius: 4px; padding: 6px 4px 2px; }
-svg.timeline { display: block; min-width: 460px; max-width: 760px; font-family: var(--vscode-font-family); font-size: 12px; }
+svg.timeline { display: block; min-width: 320px; max-width: 1100px; font-family: var(--vscode-font-family); font-size: 12px; }
 svg .band { fill: var(--vscode-editor-foreground); opacity: 0.04; }
 svg text { fill: var(--vscode-foreground); }
 svg text.row.initiating { fill: var(--vscode-errorForeground); font-weight: 700; }
@@ -245,5 +245,18 @@ const SCRIPT = `
   document.addEventListener('keydown', function (e) {
     if ((e.key === 'Enter' || e.key === ' ') && e.target.closest && e.target.closest('svg [data-line]')) { act(e.target); e.preventDefault(); }
   });
+  // The timeline is redrawn by the extension for the figure's real width, so its text is never scaled.
+  const figure = document.querySelector('.figure');
+  let sent = 0, timer;
+  function measure() {
+    if (!figure) return;
+    const width = Math.floor(figure.clientWidth) - 10;
+    if (width > 0 && Math.abs(width - sent) > 8) { sent = width; vscode.postMessage({ type: 'resize', width: width }); }
+  }
+  window.addEventListener('resize', function () { clearTimeout(timer); timer = setTimeout(measure, 120); });
+  window.addEventListener('message', function (e) {
+    if (figure && e.data && e.data.type === 'timeline' && typeof e.data.svg === 'string') figure.innerHTML = e.data.svg;
+  });
+  measure();
 })();
 `;

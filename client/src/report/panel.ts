@@ -3,6 +3,7 @@ import * as vscode from 'vscode';
 import { captureUri } from '../capture';
 import { isSafeUrl } from './markdown';
 import { makeNonce, renderReport } from './html';
+import { renderTimeline } from './timeline';
 import type { Diagnosis } from '../types';
 
 /** Where the diagnosed text came from, so evidence lines can be revealed. */
@@ -22,6 +23,7 @@ export interface Origin {
 type Message =
   | { type: 'reveal'; line: number }
   | { type: 'open'; href: string }
+  | { type: 'resize'; width: unknown }
   | { type: 'copyMarkdown' | 'copyVerify' | 'runVerify' };
 
 export class ReportPanel {
@@ -57,13 +59,24 @@ export class ReportPanel {
     this.panel.title = rc ? `rootrank: ${rc.title}${rc.rank !== null ? ` (rank ${rc.rank})` : ''}` : 'rootrank report';
     this.panel.webview.html = renderReport(diagnosis, {
       nonce: makeNonce(), cspSource: this.panel.webview.cspSource, origin: origin.label,
-      canReveal: !!(origin.uri || origin.text),
+      canReveal: this.canReveal(),
     });
+  }
+
+  private canReveal(): boolean {
+    return !!(this.origin.uri || this.origin.text !== undefined);
   }
 
   private async onMessage(m: Message): Promise<void> {
     switch (m.type) {
       case 'reveal': return this.reveal(m.line);
+      case 'resize': {
+        // redraw the timeline at the figure's width (the builder escapes everything it draws)
+        const width = Math.max(320, Math.min(1100, Math.round(typeof m.width === 'number' && Number.isFinite(m.width) ? m.width : 520)));
+        const svg = renderTimeline(this.diagnosis, { width, clickable: this.canReveal() });
+        await this.panel.webview.postMessage({ type: 'timeline', svg });
+        return;
+      }
       case 'open':
         if (isSafeUrl(m.href)) await vscode.env.openExternal(vscode.Uri.parse(m.href, true));
         return;
