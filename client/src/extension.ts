@@ -154,6 +154,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('rootrank.diagnoseFile', (uri?: vscode.Uri) => diagnoseFile(uri)),
     command('rootrank.restart', async () => { await server?.restart(); }),
     command('rootrank.showLog', () => { channel.show(); }),
+    vscode.window.registerWebviewPanelSerializer('rootrank.report', {
+      deserializeWebviewPanel: (panel, state) => { ReportPanel.restore(panel, state); return Promise.resolve(); },
+    }),
     vscode.workspace.onDidChangeConfiguration(async e => {
       if (!e.affectsConfiguration('rootrank')) return;
       if (RESTART_SETTINGS.some(s => e.affectsConfiguration(s)) || e.affectsConfiguration('rootrank.logFilePatterns')) {

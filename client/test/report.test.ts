@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { compressRanks, contentSecurityPolicy, groupCollateral, renderReport } from '../src/report/html';
+import { compressRanks, contentSecurityPolicy, groupCollateral, jsonForHtml, renderReport } from '../src/report/html';
 import { checkDiagnosis, toDiagnosis } from '../src/types';
 import type { Diagnosis } from '../src/types';
 
@@ -62,4 +62,14 @@ test('schema check', () => {
   assert.equal(checkDiagnosis(fixture()), undefined);
   assert.match(checkDiagnosis({ schema: 'other/2' }) ?? '', /unexpected diagnosis schema/);
   assert.match(checkDiagnosis(null) ?? '', /no diagnosis/);
+});
+
+test('the saved state is embedded as inert JSON that cannot close its element', () => {
+  const state = { origin: { text: '</script><script>alert(1)</script> & <!--' } };
+  const json = jsonForHtml(state);
+  assert.ok(!/[<>&]/.test(json));
+  assert.deepEqual(JSON.parse(json), state);
+  const html = renderReport(fixture(), { ...ctx, state });
+  assert.equal(html.split('<script').length - 1, 2, 'the state block and the script, nothing else');
+  assert.match(html, /<script type="application\/json" id="rootrank-state" nonce="N0nce">/);
 });

@@ -274,7 +274,8 @@ await check('explorer-diagnose-file', async () => {
   await report().locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
 });
 
-// 11. a missing interpreter gets a clear notification saying what to do; fixing the setting restarts the server
+// 11. the report survives a window reload; a missing interpreter gets a clear notification saying what to do;
+//     fixing the setting restarts the server
 await check('missing-python-then-restart', async () => {
   const settingsPath = process.env.SETTINGS;
   const original = readFileSync(settingsPath, 'utf8');
@@ -282,6 +283,8 @@ await check('missing-python-then-restart', async () => {
   writeFileSync(settingsPath, JSON.stringify({ ...settings, 'rootrank.interpreter': ['/nonexistent/bin/python3'] }, null, 2));
   // code-server does not always notice an outside change to settings.json: reload the window to be sure
   await reloadWindow();
+  // the open report survives the reload (WebviewPanelSerializer + the state kept in the webview)
+  await report().locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 30000 });
   await openFile('train.py');  // activates the extension (onLanguage:python)
   const toast = page.locator('.notification-toast', { hasText: 'rootrank could not run' }).filter({ hasText: 'not found' });
   await toast.waitFor({ timeout: 30000 });

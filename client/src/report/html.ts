@@ -15,6 +15,13 @@ export interface ReportContext {
   origin: string;
   /** Whether evidence lines can be revealed in an editor. */
   canReveal: boolean;
+  /** Kept with the webview (vscode.setState) so the report survives a window reload. */
+  state?: unknown;
+}
+
+/** JSON that is safe inside an HTML element: no `<`, `>` or `&` that could close or open markup. */
+export function jsonForHtml(value: unknown): string {
+  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026');
 }
 
 /** "0-3, 5, 7" */
@@ -164,6 +171,7 @@ export function renderReport(d: Diagnosis, ctx: ReportContext): string {
 <main>
 ${body.join('\n')}
 </main>
+${ctx.state === undefined ? '' : `<script type="application/json" id="rootrank-state" nonce="${ctx.nonce}">${jsonForHtml(ctx.state)}</script>`}
 <script nonce="${ctx.nonce}">${SCRIPT}</script>
 </body>
 </html>`;
@@ -233,6 +241,8 @@ body.vscode-high-contrast svg .lane { stroke-opacity: 1; }
 const SCRIPT = `
 (function () {
   const vscode = acquireVsCodeApi();
+  const state = document.getElementById('rootrank-state');
+  if (state) vscode.setState(JSON.parse(state.textContent));
   function act(target) {
     const el = target.closest('[data-line],[data-action],[data-href]');
     if (!el) return false;

@@ -4,6 +4,7 @@ import { captureUri } from '../capture';
 import { isSafeUrl } from './markdown';
 import { makeNonce, renderReport } from './html';
 import { renderTimeline } from './timeline';
+import { toDiagnosis } from '../types';
 import type { Diagnosis } from '../types';
 
 /** Where the diagnosed text came from, so evidence lines can be revealed. */
@@ -19,6 +20,15 @@ export interface Origin {
   /** The name the captured text is shown under ("terminal output", "clipboard"). */
   name?: string;
 }
+
+/** What the webview keeps (vscode.setState) so VS Code can restore the report after a reload. */
+interface SavedReport {
+  version: 1;
+  diagnosis: unknown;
+  origin: { label: string; uri?: string; lineOffset?: number; text?: string; name?: string };
+}
+
+const MAX_SAVED_TEXT = 1024 * 1024;
 
 type Message =
   | { type: 'reveal'; line: number }
@@ -36,6 +46,26 @@ export class ReportPanel {
     panel.onDidDispose(() => { if (ReportPanel.current === this) ReportPanel.current = undefined; });
     panel.webview.onDidReceiveMessage((m: Message) => this.onMessage(m).catch((err: unknown) =>
       void vscode.window.showErrorMessage(`rootrank: ${err instanceof Error ? err.message : String(err)}`)));
+  }
+
+  /** Restores a report after a window reload (WebviewPanelSerializer); closes the panel if the state is unusable. */
+  static restore(panel: vscode.WebviewPanel, state: unknown): void {
+    const saved = state as Partial<SavedReport> | undefined;
+    let diagnosis: Diagnosis;
+    try {
+      if (saved?.version !== 1 || !saved.origin) throw new Error('no saved report');
+      diagnosis = toDiagnosis(saved.diagnosis);
+    } catch {
+      panel.dispose();
+      return;
+    }
+    panel.webview.options = { enableScripts: true, localResourceRoots: [] };
+    ReportPanel.current?.panel.dispose();
+    const report = ReportPanel.current = new ReportPanel(panel);
+    const o = saved.origin;
+    report.update(diagnosis, {
+      label: o.label, uri: o.uri ? vscode.Uri.parse(o.uri, true) : undefined, lineOffset: o.lineOffset, text: o.text, name: o.name,
+    });
   }
 
   static show(diagnosis: Diagnosis, origin: Origin): ReportPanel {
@@ -60,6 +90,13 @@ export class ReportPanel {
     this.panel.webview.html = renderReport(diagnosis, {
       nonce: makeNonce(), cspSource: this.panel.webview.cspSource, origin: origin.label,
       canReveal: this.canReveal(),
+      state: {
+        version: 1, diagnosis,
+        origin: {
+          label: origin.label, uri: origin.uri?.toString(), lineOffset: origin.lineOffset, name: origin.name,
+          text: origin.text !== undefined && origin.text.length <= MAX_SAVED_TEXT ? origin.text : undefined,
+        },
+      } satisfies SavedReport,
     });
   }
 
