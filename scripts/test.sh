@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (README, CI): installs what the tests need into .venv, then runs
 #   1. the Python test suite (engine, CLI, checker, language server through pytest-lsp),
-#   2. the Neovim end-to-end test (a second real LSP client), when nvim is installed,
-#   3. the VS Code end-to-end test in code-server + Chromium, unless ROOTRANK_SKIP_VSCODE=1.
+#      and the Neovim end-to-end test (tests/nvim, a second real LSP client) when nvim is installed,
+#   2. the VS Code extension's lint and unit tests, and its end-to-end test in a real VS Code
+#      (code-server + Chromium, installed on first use), unless ROOTRANK_SKIP_VSCODE=1.
 # Each step prints a closing "N passed, M failed" line; the script exits non-zero if any step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,13 +18,15 @@ fi
 echo "== pytest"
 .venv/bin/python -m pytest -q -p no:cacheprovider || status=1
 
-if command -v nvim >/dev/null 2>&1 && [ -f tests/nvim/run.sh ]; then
-  echo "== neovim end-to-end"
-  RR_PY="$PWD/.venv/bin/python" bash tests/nvim/run.sh || status=1
-fi
-
-if [ "${ROOTRANK_SKIP_VSCODE:-0}" != "1" ] && [ -f tests/vscode/run-e2e.sh ]; then
-  echo "== VS Code end-to-end"
-  RR_PY="$PWD/.venv/bin/python" bash tests/vscode/run-e2e.sh || status=1
+if [ "${ROOTRANK_SKIP_VSCODE:-0}" != "1" ] && [ -f package.json ]; then
+  echo "== VS Code extension: lint and unit tests"
+  if npm ci --no-audit --no-fund --loglevel=error >/dev/null; then
+    npm run -s lint || status=1
+    npm test 2>&1 | tail -12 || status=1
+  else
+    echo "npm ci failed"; status=1
+  fi
+  echo "== VS Code end-to-end (real VS Code: code-server + Chromium)"
+  RR_E2E_PYTHON="$PWD/.venv/bin/python" timeout 1500 bash tests/vscode/run-e2e.sh || status=1
 fi
 exit $status

@@ -299,6 +299,9 @@ def create_server() -> RootrankServer:
         handler = _ClientLogHandler(ls)
         handler.setFormatter(logging.Formatter("%(message)s"))
         logging.getLogger("rootrank").addHandler(handler)
+        # A cancel for a request that already finished is normal traffic, not worth an error in the
+        # user's output channel (pygls logs it as a warning on stderr, which clients show as errors).
+        logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.ERROR)
         if params.process_id and params.process_id != os.getpid():
             _watch_parent(params.process_id)
 
