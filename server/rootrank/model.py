@@ -8,6 +8,7 @@ position is exclusive.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,6 +196,20 @@ class Finding:
     @property
     def fix(self) -> Fix | None:
         return self.fixes[0] if self.fixes else None
+
+
+def ranks_text(ranks: Iterable[int]) -> str:
+    """A compact rank list, as people write it: 0-2,4-7."""
+    values = sorted(set(ranks))
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ",".join(parts)
 
 
 def plain(value: Any) -> Any:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from rootrank.diagnose.collect import Collected, is_error_cause
 from rootrank.diagnose.launcher import LauncherReport
-from rootrank.model import Event, Role, Severity
+from rootrank.model import Event, Role, Severity, ranks_text
 
 STALLED_RULE = "distributed.rank-stalled"
 MISMATCH_RULE = "distributed.collective-mismatch"
@@ -34,20 +34,6 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
     candidates: list[tuple[int, str, str]] = field(default_factory=list)  # (rank, rule, why)
     undecided: str = ""
-
-
-def _ranks_text(ranks: set[int] | list[int]) -> str:
-    """Compact rank list: 0-2,4-7."""
-    values = sorted(set(ranks))
-    parts: list[str] = []
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return ",".join(parts)
 
 
 class InitiatorFinder:
@@ -146,7 +132,7 @@ class InitiatorFinder:
         others = order[1:]
         if others:
             reasons.append(f"its {event.rule} (line {event.line.number}) comes before the causes on rank(s) "
-                           f"{_ranks_text(others)} ({how})")
+                           f"{ranks_text(others)} ({how})")
         else:
             reasons.append(f"it is the only rank with a failure of its own ({event.rule}, line {event.line.number})")
         verdict = Verdict(rank=first, cause=event, rule=event.rule, decided_by=f"earliest cause ({how})",
@@ -228,7 +214,7 @@ class InitiatorFinder:
         first_symptom = min(symptoms, key=lambda e: e.order)
         world = self._world()
         missing = sorted(world - set(suffered))
-        victims = _ranks_text(list(suffered))
+        victims = ranks_text(list(suffered))
         if len(missing) == 1:
             rank = missing[0]
             return Verdict(rank=rank, cause=first_symptom, rule=STALLED_RULE, decided_by="missing from the timeouts",
@@ -250,7 +236,7 @@ class InitiatorFinder:
         return Verdict(rank=None, cause=first_symptom, rule=first_symptom.rule, decided_by="undecided",
                        candidates=candidates,
                        undecided=f"ranks {victims} only suffered ({first_symptom.rule}); the log does not show "
-                                 f"which rank stopped first" + (f"; candidates: {_ranks_text(missing)}" if missing else ""))
+                                 f"which rank stopped first" + (f"; candidates: {ranks_text(missing)}" if missing else ""))
 
     def _named_culprit(self, symptoms: list[Event]) -> Verdict | None:
         """Desync reports, flight-recorder analyses and NCCL peers that name the rank others wait for."""
@@ -292,7 +278,7 @@ class InitiatorFinder:
                 rule = MISMATCH_RULE if key == "optype" else STALLED_RULE
                 return Verdict(rank=rank, cause=event, rule=rule, decided_by=f"odd one out ({key})",
                                reasons=[f"rank {rank} waits in {key}={values[rank]} while ranks "
-                                        f"{_ranks_text([r for r in values if r != rank])} wait in {key}={majority}: "
+                                        f"{ranks_text([r for r in values if r != rank])} wait in {key}={majority}: "
                                         f"it is on a different code path"])
         return None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rootrank.diagnose.collect import Collected
 from rootrank.diagnose.enrich import enrich
 from rootrank.diagnose.fixtext import render_fix
-from rootrank.diagnose.initiator import InitiatorFinder, Verdict, _ranks_text, collateral_by_rank
+from rootrank.diagnose.initiator import InitiatorFinder, Verdict, collateral_by_rank
 from rootrank.diagnose.launcher import LauncherReport
 from rootrank.library import Library
 from rootrank.model import (
@@ -19,6 +19,7 @@ from rootrank.model import (
     RootCause,
     Severity,
     TimelineItem,
+    ranks_text,
 )
 
 MAX_EVIDENCE = 6
@@ -126,7 +127,7 @@ def _why(verdict: Verdict, collateral: dict[int, Event], library: Library) -> st
         by_rule: dict[str, list[int]] = {}
         for rank, event in collateral.items():
             by_rule.setdefault(event.rule, []).append(rank)
-        suffered = "; ".join(f"rank(s) {_ranks_text(ranks)}: {_title(library, rule)}"
+        suffered = "; ".join(f"rank(s) {ranks_text(ranks)}: {_title(library, rule)}"
                              for rule, ranks in sorted(by_rule.items(), key=lambda kv: min(kv[1])))
         parts.append(f"then {suffered}")
     text = "; ".join(parts)

@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-from rootrank.model import Diagnosis, FindingSummary
+from rootrank.model import Diagnosis, FindingSummary, ranks_text
 
-
-def ranks_text(ranks: list[int] | tuple[int, ...] | set[int]) -> str:
-    values = sorted(set(ranks))
-    parts: list[str] = []
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return ",".join(parts)
+__all__ = ["also_seen", "collateral_groups", "count_text", "ranks_text", "where"]
 
 
 def collateral_groups(d: Diagnosis) -> list[tuple[str, str, list[int]]]:
