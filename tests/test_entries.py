@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rootrank.library import Entry, load_library
 from rootrank.diagnose.normalize import normalize_text
+from rootrank.library import Entry, load_library
 
 LIBRARY = load_library()
 ENTRIES = sorted(LIBRARY.entries.values(), key=lambda e: e.id)

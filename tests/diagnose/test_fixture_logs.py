@@ -17,6 +17,7 @@ from rootrank.diagnose import diagnose_paths
 from rootrank.model import Severity
 from tests.conftest import EXAMPLES, FIXTURE_LOGS
 
+
 def _case(path: Path) -> object:
     expect = yaml.safe_load((path / "expect.yaml").read_text())
     reason = expect.get("known_limitation")

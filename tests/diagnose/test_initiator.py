@@ -101,7 +101,7 @@ def _agent_table(host: str, rows: list[tuple[int, int, int, int]], root: tuple[i
              "-" * 60, "Failures:"]
     for i, row in enumerate(rows, start=1):
         lines += entry(i, *row)
-    lines += ["-" * 60, "Root Cause (first observed failure):"] + entry(0, *root) + ["=" * 60]
+    lines += ["-" * 60, "Root Cause (first observed failure):", *entry(0, *root), "=" * 60]
     return [f"{host}: {line}" for line in lines]
 
 
