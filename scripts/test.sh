@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The project's test command (README, CI): installs what the tests need into .venv, then runs
+#   0. ruff and mypy over the package and the tests,
 #   1. the Python test suite (engine, CLI, checker, language server through pytest-lsp),
 #      and the Neovim end-to-end test (tests/nvim, a second real LSP client) when nvim is installed,
 #   2. the VS Code extension's lint and unit tests, and its end-to-end test in a real VS Code
@@ -13,7 +14,11 @@ status=0
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv || exit 2
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]" || exit 2
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]" || exit 2
+
+echo "== ruff and mypy"
+.venv/bin/ruff check -q server tests || status=1
+.venv/bin/mypy --no-error-summary || status=1
 
 echo "== pytest"
 .venv/bin/python -m pytest -q -p no:cacheprovider || status=1
