@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from rootrank.model import Role, Severity
-from rootrank.regex_safety import backtracking_risk
+from rootrank.regex_safety import backtracking_risk, literal_is_required
 
 LOG = logging.getLogger(__name__)
 
@@ -214,7 +214,7 @@ class LibraryCache:
     than the rest of a small diagnosis). Keyed by path, size and modification time; an entry is only
     stored after it passed every check. ROOTRANK_NO_CACHE=1 turns it off."""
 
-    VERSION = 1
+    VERSION = 2  # bump whenever validation changes: cached entries skip the checks they passed
 
     def __init__(self, root: Path) -> None:
         import hashlib
@@ -450,6 +450,10 @@ class _EntryChecker:
                 risk = backtracking_risk(regex_text)
                 if risk:
                     self.fail(f"{where}.regex", f"may backtrack catastrophically: {risk}")
+                    continue
+                if not literal_is_required(regex_text, literal, ignore_case):
+                    # The prefilter only hands over lines holding the literal: a match without it is lost.
+                    self.fail(f"{where}.literal", f"{literal!r} is not in every match of the regex")
                     continue
             rank_is = item.get("rank_is", "global")
             if rank_is not in ("global", "peer"):

@@ -217,3 +217,82 @@ def _overlapping_alternatives(items: list[Node]) -> bool:
                 return True
             seen |= chars
     return False
+
+
+def literal_is_required(pattern: str, literal: str, ignore_case: bool = False) -> bool:
+    """Whether every match of `pattern` must contain `literal` (the prefilter's promise to the matcher).
+
+    Follows fixed runs of characters through groups and across alternations whose branches all start
+    (or end) with the same text, and alternations whose every branch contains the literal.
+    """
+    try:
+        parsed = sre_parse.parse(pattern)
+    except Exception:
+        return False
+    wanted = literal.lower() if ignore_case else literal
+    return _sequence(list(parsed.data), wanted, ignore_case)[0]
+
+
+# (guaranteed, every match starts with, every match ends with, the match is exactly that text)
+_Shape = tuple[bool, str, str, bool]
+
+
+def _sequence(items: list[Node], literal: str, fold: bool) -> _Shape:
+    run = ""
+    prefix: str | None = None
+    found = False
+    for op, av in items:
+        guaranteed, head, tail, fixed = _element(op, av, literal, fold)
+        if guaranteed:
+            found = True
+        run += head
+        if literal in (run.lower() if fold else run):
+            found = True
+        if not fixed:
+            if prefix is None:
+                prefix = run
+            run = tail
+    if literal in (run.lower() if fold else run):
+        found = True
+    whole = prefix is None
+    return found, run if whole else prefix or "", run, whole
+
+
+def _element(op: Any, av: Any, literal: str, fold: bool) -> _Shape:
+    name = str(op)
+    if name == "LITERAL":
+        char = chr(av).lower() if fold else chr(av)
+        return False, char, char, True
+    if name == "AT":
+        return False, "", "", True
+    if name == "SUBPATTERN":
+        return _sequence(list(av[-1]), literal, fold)
+    if name in _REPEATS:
+        low, high, body = av
+        if low == 0:
+            return False, "", "", False
+        guaranteed, head, tail, fixed = _sequence(list(body), literal, fold)
+        if low == high == 1:
+            return guaranteed, head, tail, fixed
+        return guaranteed, head, tail, False
+    if name == "BRANCH":
+        shapes = [_sequence(list(branch), literal, fold) for branch in av[1]]
+        heads = [shape[1] for shape in shapes]
+        tails = [shape[2] for shape in shapes]
+        fixed = all(shape[3] for shape in shapes) and len(set(heads)) == 1
+        return all(shape[0] for shape in shapes), _common_prefix(heads), _common_suffix(tails), fixed
+    return False, "", "", False
+
+
+def _common_prefix(texts: list[str]) -> str:
+    if not texts:
+        return ""
+    first, last = min(texts), max(texts)
+    n = 0
+    while n < len(first) and first[n] == last[n]:
+        n += 1
+    return first[:n]
+
+
+def _common_suffix(texts: list[str]) -> str:
+    return _common_prefix([t[::-1] for t in texts])[::-1]

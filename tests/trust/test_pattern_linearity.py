@@ -213,3 +213,17 @@ def test_catastrophic_patterns_really_are_slow() -> None:
     start = time.perf_counter()
     re.search(r"(a+)+b", line)
     assert time.perf_counter() - start > 0.02
+
+
+@pytest.mark.parametrize(("pattern", "literal", "fold", "required"), [
+    (r"(?:srun|yhrun): error: ", "run: error: ", False, True),
+    (r"(?:Out of memory|Memory cgroup out of memory): Kill", "out of memory: kill", True, True),
+    (r"failed \(exitcode: (?P<code>-(?:11|7))\)", "failed (exitcode: -", False, True),
+    (r"\buse_reentrant\s?=\s?True", "use_reentrant=True", False, False),
+    (r"foo(?:bar)?baz", "barbaz", False, False),
+    (r"(?:ncclSystemError|ncclInvalidUsage): ", "Error: ", False, False),
+])
+def test_literal_must_be_in_every_match(pattern: str, literal: str, fold: bool, required: bool) -> None:
+    from rootrank.regex_safety import literal_is_required
+
+    assert literal_is_required(pattern, literal, fold) is required

@@ -149,7 +149,10 @@ def _fewest_letters(literal: bytes, frequency: Counter[int], folded_sample: byte
         return frequency[first.lower()[0]] + (frequency[first.upper()[0]] if first.isalpha() else 0)
 
     # Rare as a whole first (each occurrence is a line to look at), then a rare first byte (skip speed).
-    return min(pieces, key=lambda p: (folded_sample.count(p), first_byte_cost(p), len(p), p))
+    # Pieces absent from the sample first; among those, the rarest first byte (the scan's skip speed),
+    # then the fewest occurrences.
+    return min(pieces, key=lambda p: (folded_sample.count(p) > 0, first_byte_cost(p), folded_sample.count(p),
+                                      len(p), p))
 
 
 def _case_variants(piece: bytes) -> set[bytes]:
