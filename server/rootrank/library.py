@@ -49,6 +49,7 @@ class LogPattern:
     source: str
     versions: str
     rank_is: str = "global"
+    follows: bool = False  # a continuation line: looked for only right after a line of the same entry
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -164,6 +165,9 @@ def load_library(directory: str | None = None) -> Library:
             continue
         entries[entry.id] = entry
     for entry in entries.values():
+        if entry.patterns and all(p.follows for p in entry.patterns):
+            problems.append(LoadProblem(entry.path, "log", "every pattern is `follows: true`; none can start a match",
+                                        skipped=False))
         for other in entry.related:
             if other not in entries:
                 problems.append(LoadProblem(entry.path, "related", f"unknown entry id {other!r}", skipped=False))
@@ -214,7 +218,7 @@ class LibraryCache:
     than the rest of a small diagnosis). Keyed by path, size and modification time; an entry is only
     stored after it passed every check. ROOTRANK_NO_CACHE=1 turns it off."""
 
-    VERSION = 2  # bump whenever validation changes: cached entries skip the checks they passed
+    VERSION = 3  # bump whenever validation changes: cached entries skip the checks they passed
 
     def __init__(self, root: Path) -> None:
         import hashlib
@@ -458,8 +462,12 @@ class _EntryChecker:
             rank_is = item.get("rank_is", "global")
             if rank_is not in ("global", "peer"):
                 self.fail(f"{where}.rank_is", "must be 'global' or 'peer'")
+            follows = item.get("follows", False)
+            if not isinstance(follows, bool):
+                self.fail(f"{where}.follows", "must be true or false")
+                follows = False
             out.append(LogPattern(entry_id, name, regex_text, literal, ignore_case, str(source), str(versions),
-                                  str(rank_is)))
+                                  str(rank_is), follows))
         return tuple(out)
 
     def examples(self, entry: Entry) -> tuple[tuple[Example, ...], tuple[str, ...]]:

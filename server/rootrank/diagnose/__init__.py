@@ -29,6 +29,8 @@ from rootrank.model import Diagnosis
 
 __all__ = ["InputError", "Pipeline", "diagnose_paths", "diagnose_text"]
 
+FOLLOW_LINES = 8  # how far after its first line a multi-line message's continuation lines are looked for
+
 
 class Pipeline:
     """One diagnosis: feed it sources, then ask for the result. Reads each line once."""
@@ -39,11 +41,13 @@ class Pipeline:
         self.matcher = Matcher(self.library)
         self.collector = EventCollector(self.library)
         self.census = RankCensus()
+        self._continued = frozenset(p.entry_id for p in self.library.patterns if p.follows)
         self.collector.ignored_blocks = self.scanner.tracebacks.ignored
 
     def prefilter(self, sample: bytes) -> Prefilter:
         """The prefilter for a source, tuned to its first bytes; the matcher follows its anchors."""
-        patterns = self.library.patterns
+        # Continuation lines (`follows: true`) are found through the line they follow, not the prefilter.
+        patterns = [p for p in self.library.patterns if not p.follows]
         prefilter = Prefilter([p.literal for p in patterns if not p.ignore_case] + list(STRUCTURAL_LITERALS),
                               [p.literal for p in patterns if p.ignore_case], sample)
         self.matcher.use_anchors(prefilter.anchors)
@@ -77,11 +81,16 @@ class Pipeline:
         collector = self.collector
         match = self.matcher.match
         self.collector.out.sources.append(source)
+        continued = self._continued
         for line in self.scanner.scan(source, lines, path_hint):
             order = collector.observe(line)
             for pattern, m in match(line.text):
+                if pattern.follows and line.number > self.scanner.follow_until:
+                    continue
                 fields = {k: v for k, v in m.groupdict().items() if v is not None}
                 collector.add(line, order, entries[pattern.entry_id], fields, pattern.name)
+                if not pattern.follows and pattern.entry_id in continued:
+                    self.scanner.follow_until = line.number + FOLLOW_LINES
 
     def result(self) -> Diagnosis:
         collected = self.collector.out

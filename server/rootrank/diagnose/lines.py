@@ -25,10 +25,13 @@ class LineScanner:
         self.launcher = LauncherParser()
         self.tracebacks = TracebackGrouper()
         self.lines_read = 0
+        self.follow_until = 0  # line number up to which a multi-line message's continuation may come
+        self._last_number = 0
 
     @property
     def wants_every_line(self) -> bool:
-        return self.launcher.wants_every_line or self.tracebacks.inside_traceback
+        return (self.launcher.wants_every_line or self.tracebacks.inside_traceback
+                or self._last_number < self.follow_until)
 
     def scan(self, source: str, lines: Iterable[tuple[int, str]], path_hint: str | None = None) -> Iterator[LogLine]:
         """LogLines for (physical number, raw line) pairs, which may be a selection of the source's lines."""
@@ -49,6 +52,7 @@ class LineScanner:
 
         for number, raw in all_items():
             self.lines_read += 1
+            self._last_number = number
             peeled = peel(raw, dialect)
             text = peeled.text
             rank = peeled.rank if peeled.rank is not None else path_rank

@@ -17,7 +17,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from rootrank.diagnose.prefilter import Prefilter
 
 MIN_PARALLEL_BYTES = 64 << 20
-WORKER_SHARE = 0.55  # the main process also runs the per-line pipeline, so the worker takes more
+WORKER_SHARE = 0.55  # the main process also reads, counts lines and runs the per-line pipeline
 READ_BYTES = 8 << 20
 
 _PREFILTER: Prefilter | None = None  # set before forking; read by the worker
