@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rootrank.diagnose.normalize import normalize_text
+from rootrank.diagnose.formats.prefixes import peel
+from rootrank.diagnose.normalize import split_physical
 from rootrank.library import Entry, load_library
 
 LIBRARY = load_library()
@@ -13,6 +14,16 @@ ENTRIES = sorted(LIBRARY.entries.values(), key=lambda e: e.id)
 
 def test_library_loads_without_problems() -> None:
     assert not LIBRARY.problems, "\n".join(str(p) for p in LIBRARY.problems)
+
+
+class _Line:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def normalize_text(text: str) -> list[_Line]:
+    """The example as the pipeline sees it: logical lines with launcher prefixes removed."""
+    return [_Line(peel(part).text) for raw in text.split("\n") for part in split_physical(raw)]
 
 
 def _matches(entry: Entry, text: str) -> dict[str, str] | None:

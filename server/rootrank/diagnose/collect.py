@@ -40,7 +40,6 @@ class Collected:
     local_ranks_seen: set[int] = field(default_factory=set)
     hosts: dict[int, str] = field(default_factory=dict)
     stacks: set[str] = field(default_factory=set)
-    rank_last_order: dict[int, int] = field(default_factory=dict)  # last line order printed per rank
     lines: int = 0
     sources: list[str] = field(default_factory=list)
 
@@ -67,7 +66,6 @@ class EventCollector:
         out.lines += 1
         if line.rank is not None and not line.quoted:
             out.ranks_seen.add(line.rank)
-            out.rank_last_order[line.rank] = self._order
             if line.host and line.rank not in out.hosts:
                 out.hosts[line.rank] = line.host
         elif line.local_rank is not None and not line.quoted:

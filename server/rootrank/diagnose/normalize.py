@@ -62,16 +62,3 @@ def iter_logical_numbered(lines: Iterable[tuple[int, str]]) -> Iterator[tuple[in
     for number, line in lines:
         for part in split_physical(line):
             yield number, part
-
-
-def normalize_text(text: str) -> list[LogLineLite]:
-    """Normalise a whole text into logical lines (used by tests and small inputs)."""
-    return [LogLineLite(n, t) for n, t in iter_logical(text.split("\n"))]
-
-
-class LogLineLite:
-    __slots__ = ("number", "text")
-
-    def __init__(self, number: int, text: str) -> None:
-        self.number = number
-        self.text = text
