@@ -97,3 +97,14 @@ def test_ranks_from_path(path: str, expected: tuple[int | None, int | None, str 
 )
 def test_rank_in_message(text: str, rank: int | None) -> None:
     assert rank_in_message(text) == rank
+
+
+def test_markdown_quoted_paste() -> None:
+    lines = ["> [rank1]: torch.OutOfMemoryError: CUDA out of memory.", "> [rank0]: step 3", "> plain text"]
+    dialect = Dialect()
+    for line in lines * 2:
+        dialect.observe(line)
+    chosen = dialect.decide()
+    assert "markdown-quote" in chosen
+    assert peel(lines[0], chosen).rank == 1
+    assert peel("> not a quote", frozenset()).text == "> not a quote"
