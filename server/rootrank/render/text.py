@@ -10,7 +10,7 @@ from rootrank.model import Diagnosis
 from rootrank.redact import redact
 from rootrank.render.common import also_seen, collateral_groups, count_text, ranks_text, where
 
-LABEL_WIDTH = 12
+LABEL_WIDTH = 14
 
 
 class _Style:
@@ -27,10 +27,11 @@ def render_text(d: Diagnosis, color: bool = False, raw: bool = False, width: int
     style = _Style(color)
     lines: list[str] = []
 
-    def block(label: str, text: str, code: str = "1") -> None:
+    def block(label: str, text: str, code: str = "1", reflow: bool = True) -> None:
         body_width = max(width - LABEL_WIDTH, 40)
         first = True
-        for paragraph in _reflow(text) or [""]:
+        label = label if len(label) < LABEL_WIDTH else label[: LABEL_WIDTH - 2] + ".."
+        for paragraph in (_reflow(text) if reflow else text.splitlines()) or [""]:
             wrapped = textwrap.wrap(paragraph, body_width, subsequent_indent="  " if paragraph[:2] in ("- ", "1.") else "",
                                     replace_whitespace=False, drop_whitespace=True,
                                     break_on_hyphens=False, break_long_words=False) or [""]
@@ -49,21 +50,23 @@ def render_text(d: Diagnosis, color: bool = False, raw: bool = False, width: int
         for e in root.evidence[:3]:
             src = f"{e.source}:" if e.source not in ("-", "") and len(d.sources) > 1 else "line "
             block("", f"{src}{e.line}  {clean(e.text)[:300]}")
-        rank_label = f"Why rank {root.rank}" if root.rank is not None else "Why"
+        rank_label = f"Why rank {root.rank}" if root.rank is not None and root.rank < 1000 else "Why"
         block(rank_label, clean(root.why) + f" (decided by: {root.decided_by})")
         if d.candidates:
             block("Candidates", "; ".join(f"rank {c.rank}: {c.why}" for c in d.candidates))
     groups = collateral_groups(d)
     if groups:
-        block("Collateral", "\n".join(f"ranks {ranks_text(r)}: {t} ({rule})" for rule, t, r in groups))
+        block("Collateral", "\n".join(f"ranks {ranks_text(r)}: {t} ({rule})" for rule, t, r in groups),
+              reflow=False)
     if root is not None:
         block("Fix", clean(root.fix), "36;1")
-        block("Verify", root.verify, "36;1")
+        block("Verify", root.verify, "36;1", reflow=False)
     seen = also_seen(d)
     if seen:
-        block("Also seen", "\n".join(f"{f.title} [{f.rule}] ({count_text(f, d.ranks_seen)})" for f in seen[:12]))
+        block("Also seen", "\n".join(f"{f.title} [{f.rule}] ({count_text(f, d.ranks_seen)})" for f in seen[:12]),
+              reflow=False)
     if len(d.ranks_seen) > 1 and d.timeline:
-        block("Timeline", _timeline_text(d))
+        block("Timeline", _timeline_text(d), reflow=False)
     return "\n".join(lines) + "\n"
 
 
