@@ -218,8 +218,8 @@ class InitiatorFinder:
         if len(missing) == 1:
             rank = missing[0]
             return Verdict(rank=rank, cause=first_symptom, rule=STALLED_RULE, decided_by="missing from the timeouts",
-                           reasons=[f"ranks {victims} report {first_symptom.rule} while rank {rank} reports nothing: "
-                                    f"it never reached the collective the others wait in"])
+                           reasons=[f"ranks {victims} report {first_symptom.rule} while rank {rank} reports no timeout and "
+                                    f"no error: it never reached the collective the others wait in"])
         behind = self._behind(timeouts)
         if behind is not None:
             return behind
