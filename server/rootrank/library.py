@@ -29,10 +29,6 @@ STACKS = frozenset(
     {"peft", "deepspeed", "fsdp", "transformers", "accelerate", "lightning", "megatron", "ddp", "compile", "ray",
      "slurm", "trl", "torchrun", "nccl", "gloo", "xformers"}
 )
-MEANINGFUL_CAPTURES = frozenset(
-    {"rank", "peer", "local_rank", "pid", "exitcode", "host", "seq", "last_completed", "last_enqueued", "optype",
-     "timeout_ms", "signal"}
-)
 MAX_FILE_BYTES = 1_000_000
 
 

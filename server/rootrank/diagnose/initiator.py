@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from rootrank.diagnose.collect import Collected, is_error_cause
-from rootrank.diagnose.launcher import LauncherReport
+from rootrank.diagnose.launcher import LauncherReport, agent_of
 from rootrank.model import Event, Role, Severity, ranks_text
 
 STALLED_RULE = "distributed.rank-stalled"
@@ -48,8 +48,7 @@ class InitiatorFinder:
 
     @staticmethod
     def _agent_of(event: Event) -> str | None:
-        line = event.line
-        return line.host if line.host else (f"pid {line.pid}" if line.pid is not None else None)
+        return agent_of(event.line.host, event.line.pid)
 
     def _event_rank(self, event: Event) -> int | None:
         if event.rank is not None:

@@ -32,6 +32,11 @@ _MEMBER = re.compile(r"MEMBER: \d+/(?P<n>\d{1,6})")
 
 ARM_WINDOW = 50  # lines between "ChildFailedError" and the table's opening rule
 
+def agent_of(host: str | None, pid: int | None) -> str | None:
+    """Which launcher printed a line: its host (pdsh prefix), else the pid in its glog header."""
+    return host if host else (f"pid {pid}" if pid is not None else None)
+
+
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV",
            13: "SIGPIPE", 15: "SIGTERM"}
 

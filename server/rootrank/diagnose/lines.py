@@ -12,7 +12,7 @@ from rootrank.diagnose.formats.inline import rank_in_message
 from rootrank.diagnose.formats.paths import ranks_from_path
 from rootrank.diagnose.formats.prefixes import Dialect, peel
 from rootrank.diagnose.formats.timestamps import find_time
-from rootrank.diagnose.launcher import LauncherParser
+from rootrank.diagnose.launcher import LauncherParser, agent_of
 from rootrank.diagnose.normalize import iter_logical_numbered
 from rootrank.diagnose.tracebacks import TracebackGrouper
 from rootrank.model import LogLine
@@ -24,7 +24,6 @@ class LineScanner:
     def __init__(self) -> None:
         self.launcher = LauncherParser()
         self.tracebacks = TracebackGrouper()
-        self.lines_read = 0
         self.follow_until = 0  # line number up to which a multi-line message's continuation may come
         self._last_number = 0
 
@@ -51,7 +50,6 @@ class LineScanner:
             yield from logical
 
         for number, raw in all_items():
-            self.lines_read += 1
             self._last_number = number
             peeled = peel(raw, dialect)
             text = peeled.text
@@ -62,9 +60,7 @@ class LineScanner:
             if rank is None:
                 rank = rank_in_message(text)
             time = peeled.time if peeled.time is not None else find_time(text)
-            # Launcher lines name their agent by host prefix (pdsh) or by the pid in their glog header.
-            agent = peeled.host if peeled.host else (f"pid {peeled.pid}" if peeled.pid is not None else None)
-            quoted, table_rank = self.launcher.feed(text, number, source, agent)
+            quoted, table_rank = self.launcher.feed(text, number, source, agent_of(peeled.host, peeled.pid))
             if quoted:
                 rank = table_rank
                 stream: object = ("launcher-table", source)
@@ -72,6 +68,6 @@ class LineScanner:
                 # The stream is the printing process as its prefix tells; a rank named in the message
                 # must not split an unprefixed traceback from its own exception line.
                 stream = (source, stream_rank, local_rank, host)
-            block, _ = self.tracebacks.assign(stream, text, number)
+            block = self.tracebacks.assign(stream, text, number)
             yield LogLine(number=number, text=text, raw=raw, source=source, rank=rank, local_rank=local_rank,
                           host=host, time=time, pid=peeled.pid, block=block, quoted=quoted)

@@ -31,7 +31,7 @@ def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Lib
     finder = InitiatorFinder(collected, launcher)
     verdict = finder.decide()
     collateral = collateral_by_rank(collected, verdict, finder)
-    root = _root_cause(verdict, collected, collateral, library, launcher)
+    root = _root_cause(verdict, collected, collateral, library)
     findings = _findings(collected, library)
     ranks_seen = set(collected.ranks_seen) | set(collateral)
     if verdict.rank is not None:
@@ -57,8 +57,8 @@ def _title(library: Library, rule: str) -> str:
     return entry.title if entry else rule
 
 
-def _root_cause(verdict: Verdict, collected: Collected, collateral: dict[int, Event], library: Library,
-                launcher: LauncherReport) -> RootCause | None:
+def _root_cause(verdict: Verdict, collected: Collected, collateral: dict[int, Event],
+                library: Library) -> RootCause | None:
     if verdict.rule is None:
         return None
     cause = verdict.cause

@@ -52,8 +52,8 @@ class TracebackGrouper:
         self._next_block += 1
         return self._next_block
 
-    def assign(self, stream: Hashable, text: str, number: int) -> tuple[int, bool]:
-        """(block id or 0, whether this line is the exception line that closes a traceback).
+    def assign(self, stream: Hashable, text: str, number: int) -> int:
+        """The traceback block this line belongs to, or 0.
 
         Distances are measured in line numbers, not lines seen, so the grouping is the same whether or
         not the lines in between were handed over (big logs pass only selected lines).
@@ -65,7 +65,7 @@ class TracebackGrouper:
         stripped = text.strip()
         if stripped.startswith("Exception ignored in"):
             state.ignored_next = True
-            return 0, False
+            return 0
         if "Traceback (most recent call last)" in stripped:
             if state.phase != "chain":
                 state.block = self._new_block()
@@ -74,38 +74,38 @@ class TracebackGrouper:
             state.ignored_next = False
             state.phase, state.since = "frames", number
             self._open[stream] = number
-            return state.block, False
+            return state.block
         if state.phase == "idle":
-            return 0, False
+            return 0
         if state.phase == "frames" and number - state.since >= MAX_FRAMES_LINES:
             self._open.pop(stream, None)
         if stripped in _CHAIN_MARKERS:
             state.phase = "chain"
-            return state.block, False
+            return state.block
         if state.phase == "chain":
             if not stripped:
-                return state.block, False
+                return state.block
             state.phase = "idle"
-            return 0, False
+            return 0
         if state.phase == "frames":
             if not stripped:
-                return state.block, False
+                return state.block
             if (text[:1].isspace() or stripped.startswith(("...", "^"))) and number - state.since < MAX_FRAMES_LINES:
-                return state.block, False
+                return state.block
             state.phase, state.since = "after_exception", number
             self._open.pop(stream, None)
-            return state.block, True
+            return state.block
         # after_exception: blank lines may precede a chain marker; other lines may continue the message.
         if not stripped:
             state.phase = "after_blank"
-            return state.block, False
+            return state.block
         if state.phase == "after_blank":
             return self._close(state)
         if number - state.since <= MAX_CONTINUATION and not _RECORD_START.match(text):
-            return state.block, False
+            return state.block
         return self._close(state)
 
     @staticmethod
-    def _close(state: _State) -> tuple[int, bool]:
+    def _close(state: _State) -> int:
         state.phase = "idle"
-        return 0, False
+        return 0
