@@ -42,6 +42,7 @@ def test_clean_log_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     log.write_text("step 1 loss 0.5\nstep 2 loss 0.4\n")
     code, out, _ = run(capsys, "diagnose", "--format", "json", str(log))
     assert code == 0 and json.loads(out)["root_cause"] is None
+    assert json.loads(out)["lines_read"] == 2
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown"])

@@ -20,9 +20,7 @@ def _run(data: bytes, engine: str, monkeypatch: pytest.MonkeyPatch) -> dict:
     monkeypatch.setenv("ROOTRANK_ENGINE", engine)
     pipeline = Pipeline()
     pipeline.feed_stream("log.txt", io.BytesIO(data))
-    result = diagnosis_to_json(pipeline.result())
-    result.pop("lines_read")
-    return result
+    return diagnosis_to_json(pipeline.result())
 
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.parent.name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
 from rootrank.diagnose.collect import EventCollector
@@ -41,6 +41,7 @@ class Pipeline:
         self.matcher = Matcher(self.library)
         self.collector = EventCollector(self.library)
         self.census = RankCensus()
+        self.physical_lines = 0  # every line of every source, read or skipped
         self._continued = frozenset(p.entry_id for p in self.library.patterns if p.follows)
         self.collector.ignored_blocks = self.scanner.tracebacks.ignored
 
@@ -69,8 +70,12 @@ class Pipeline:
 
         selected = select_lines(handle, self.prefilter, lambda: self.scanner.wants_every_line,
                                 self.census.sweep, on_progress, split_for)
+
+        def counted() -> Iterator[tuple[int, str]]:
+            self.physical_lines += yield from selected
+
         try:
-            self.feed(source, selected, path_hint)
+            self.feed(source, counted(), path_hint)
         finally:
             for split in splits:
                 split.close()
@@ -94,6 +99,7 @@ class Pipeline:
 
     def result(self) -> Diagnosis:
         collected = self.collector.out
+        collected.lines = self.physical_lines
         collected.ranks_seen |= self.census.ranks
         if not collected.ranks_seen:
             collected.local_ranks_seen |= self.census.local_ranks

@@ -40,7 +40,7 @@ class Collected:
     local_ranks_seen: set[int] = field(default_factory=set)
     hosts: dict[int, str] = field(default_factory=dict)
     stacks: set[str] = field(default_factory=set)
-    lines: int = 0
+    lines: int = 0  # physical lines of all sources (set by the pipeline)
     sources: list[str] = field(default_factory=list)
 
 
@@ -63,7 +63,6 @@ class EventCollector:
         """Record a line's rank and stack hints; returns its order in the merged stream."""
         self._order += 1
         out = self.out
-        out.lines += 1
         if line.rank is not None and not line.quoted:
             out.ranks_seen.add(line.rank)
             if line.host and line.rank not in out.hosts:

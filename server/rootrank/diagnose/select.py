@@ -13,7 +13,7 @@ every input size and every engine gives the same diagnosis. Line numbers count e
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from typing import BinaryIO
 
 from rootrank.diagnose.prefilter import Prefilter
@@ -47,8 +47,9 @@ CandidateSource = Callable[[bytes, int, int], list[int]]  # (buf, end, absolute 
 def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], dense: Callable[[], bool],
                  census: Census, on_progress: Callable[[int], None] | None = None,
                  split_for: Callable[[Prefilter], CandidateSource | None] | None = None,
-                 ) -> Iterator[tuple[int, str]]:
-    """(1-based physical line number, decoded line) for every selected line of the stream.
+                 ) -> Generator[tuple[int, str], None, int]:
+    """(1-based physical line number, decoded line) for every selected line of the stream; returns the
+    number of physical lines.
 
     `prefilter_for(sample)` builds the prefilter from the first chunk; `census(buf, start, end)` sweeps
     the head and tail chunks. `split_for(prefilter)` may return a candidate source that supplies the
@@ -96,6 +97,7 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
             break
     for buf, cut in list(unswept)[-CENSUS_TAIL_CHUNKS:]:
         census(buf, max(0, cut - CENSUS_BYTES), cut)
+    return line_no
 
 
 def _select_in(buf: bytes, end: int, line_no: int, candidates: list[int],
