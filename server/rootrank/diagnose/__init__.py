@@ -42,17 +42,21 @@ class Pipeline:
         self.collector = EventCollector(self.library)
         self.census = RankCensus()
         self.physical_lines = 0  # every line of every source, read or skipped
+        self._prefilter: Prefilter | None = None
         self._continued = frozenset(p.entry_id for p in self.library.patterns if p.follows)
         self.collector.ignored_blocks = self.scanner.tracebacks.ignored
 
     def prefilter(self, sample: bytes) -> Prefilter:
-        """The prefilter for a source, tuned to its first bytes; the matcher follows its anchors."""
-        # Continuation lines (`follows: true`) are found through the line they follow, not the prefilter.
-        patterns = [p for p in self.library.patterns if not p.follows]
-        prefilter = Prefilter([p.literal for p in patterns if not p.ignore_case] + list(STRUCTURAL_LITERALS),
-                              [p.literal for p in patterns if p.ignore_case], sample)
-        self.matcher.use_anchors(prefilter.anchors)
-        return prefilter
+        """The prefilter, tuned to the first source's bytes (the files of one run look alike, and a run
+        of thousands of per-rank files must not rebuild it each time); the matcher follows its anchors."""
+        if self._prefilter is None:
+            # Continuation lines (`follows: true`) are found through the line they follow, not the prefilter.
+            patterns = [p for p in self.library.patterns if not p.follows]
+            self._prefilter = Prefilter(
+                [p.literal for p in patterns if not p.ignore_case] + list(STRUCTURAL_LITERALS),
+                [p.literal for p in patterns if p.ignore_case], sample)
+            self.matcher.use_anchors(self._prefilter.anchors)
+        return self._prefilter
 
     def feed_stream(self, source: str, handle: BinaryIO, path_hint: str | None = None,
                     on_progress: Callable[[int], None] | None = None, path: str | None = None,
