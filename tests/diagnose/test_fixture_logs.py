@@ -54,6 +54,12 @@ def test_fixture_diagnosis(case: Path) -> None:
     text = "\n".join(p.read_text(errors="replace") for p in logs if p.is_file())
     for evidence in expect.get("evidence") or []:
         assert evidence in text, f"expect.yaml evidence not in the log: {evidence!r}"
+    # The diagnosis must show the proof: one of the case's evidence strings is among its evidence lines.
+    expected = [*(expect.get("evidence") or []),
+                *(text for texts in (expect.get("evidence_files") or {}).values() for text in texts)]
+    shown = "\n".join(e.text for e in root.evidence) + "\n" + root.why
+    if expected:
+        assert any(ev.strip() in shown for ev in expected), f"none of {expected} in the evidence:\n{shown}"
     collateral = {c.rank for c in diagnosis.collateral}
     expected_collateral = set(expect.get("collateral_ranks") or [])
     if expected_collateral and isinstance(want_rank, int):

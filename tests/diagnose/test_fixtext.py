@@ -1,0 +1,33 @@
+"""Filling an entry's fix: variants for the user's stack, captured numbers, no sentence with a hole."""
+
+from __future__ import annotations
+
+from rootrank.diagnose.fixtext import fill, variant_applies
+from rootrank.library import FixVariant
+
+
+def test_placeholders_are_filled() -> None:
+    assert fill("The step asked for {requested}.", {"requested": "2.00 GiB"}) == "The step asked for 2.00 GiB."
+
+
+def test_a_sentence_or_item_naming_a_missing_field_is_left_out() -> None:
+    text = "Peak on GPU {gpu} was\nreached by {requested}.\nLower the peak:\n1. Reduce the batch.\n2. Free {missing}."
+    assert fill(text, {"requested": "2 GiB"}) == "Lower the peak:\n1. Reduce the batch."
+
+
+def test_code_blocks_are_kept_whole() -> None:
+    text = "Run:\n```sh\nexport A=1\n```"
+    assert fill(text, {}) == text
+
+
+def test_variants_by_stack_field_and_flag() -> None:
+    peft = FixVariant({"stack": "peft"}, "x")
+    either = FixVariant({"stack": ["fsdp", "deepspeed"]}, "x")
+    flagged = FixVariant({"flag": "fragmented"}, "x")
+    field = FixVariant({"field": "gpu"}, "x")
+    assert variant_applies(peft, {"peft", "transformers"}, {})
+    assert not variant_applies(peft, {"deepspeed"}, {})
+    assert variant_applies(either, {"deepspeed"}, {})
+    assert variant_applies(flagged, set(), {"fragmented": "true"})
+    assert not variant_applies(flagged, set(), {})
+    assert variant_applies(field, set(), {"gpu": "0"}) and not variant_applies(field, set(), {})
