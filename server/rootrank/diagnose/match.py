@@ -26,9 +26,11 @@ class Matcher:
                 self._folded[pattern.literal.lower()].append(pattern)
             else:
                 self._exact[pattern.literal].append(pattern)
-        if anchors is None:
-            anchors = tuple(a.encode() for a in list(self._exact) + list(self._folded))
-        self.use_anchors(anchors)
+        self._anchor_regex: re.Pattern[str] | None = None
+        self._literals_at: dict[str, frozenset[str]] = {}
+        self._indexed = False
+        if anchors is not None:
+            self.use_anchors(anchors)
 
     def use_anchors(self, anchors: tuple[bytes, ...]) -> None:
         """Index the literals by the anchors the prefilter chose for this log."""
@@ -39,13 +41,17 @@ class Matcher:
             literals |= {lit for lit in self._folded if anchor.lower() in lit}
             index[anchor] = literals
         # The engine reports the longest anchor at a position; anchors starting there are its prefixes.
-        self._literals_at: dict[str, frozenset[str]] = {
+        self._literals_at = {
             anchor: frozenset(lit for other in texts if anchor.startswith(other) for lit in index[other])
             for anchor in texts}
         self._anchor_regex = _literal_gate(texts, 0)
+        self._indexed = True
 
     def match(self, text: str) -> list[tuple[LogPattern, re.Match[str]]]:
         """The first matching pattern of each entry, for one line."""
+        if not self._indexed:
+            # Normally the prefilter hands over its anchors first; without one, the literals themselves.
+            self.use_anchors(tuple(a.encode() for a in list(self._exact) + list(self._folded)))
         regex = self._anchor_regex
         if regex is None:
             return []
