@@ -302,8 +302,21 @@ await check('missing-python-then-restart', async () => {
 
 // 11b. the extension's output channel
 await check('show-log', async () => {
-  await runCommand('rootrank: Show Server Log');
-  await page.locator('.part.panel .output-view, .part.panel .monaco-editor', { hasText: 'starting:' }).first().waitFor({ timeout: 10000 });
+  // On a loaded 2-core machine the panel can open after the palette closes, or the palette click can be
+  // lost: try twice before calling it a failure.
+  const channelText = page.locator('.part.panel .output-view, .part.panel .monaco-editor', { hasText: /starting:|\[info\]/ }).first();
+  for (let attempt = 1; ; attempt++) {
+    await runCommand('rootrank: Show Server Log');
+    try {
+      await channelText.waitFor({ timeout: 15000 });
+      break;
+    } catch (e) {
+      if (attempt >= 2) throw e;
+      log('     show-log: the output panel did not show the channel; trying again');
+      await page.screenshot({ path: `${OUT}/retry-show-log.png` }).catch(() => {});
+      await page.keyboard.press('Escape').catch(() => {});
+    }
+  }
   await shot('10-output-channel');
 });
 
