@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+import rootrank.diagnose as diagnose_mod
 from rootrank.diagnose import Pipeline, diagnose_paths
 from rootrank.diagnose import parallel as parallel_mod
+from rootrank.diagnose import select as select_mod
 from rootrank.render.json import diagnosis_to_json
 from tests.conftest import FIXTURE_LOGS
 
@@ -30,16 +32,84 @@ def test_hyperscan_matches_python(log: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert _run(data, "hyperscan", monkeypatch) == _run(data, "python", monkeypatch)
 
 
-def test_two_processes_match_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A log past the head window with the failure near the end; the split point falls in the middle.
-    filler = b"".join(b"[rank%d]: step %d | loss 0.%d\n" % (r, s, s % 97) for s in range(6000) for r in range(4))
-    tail = (FIXTURE_LOGS / "process.uncaught-exception--rank2-valueerror-step3-no-record" / "log.txt").read_bytes()
-    big = tmp_path / "big.log"
-    big.write_bytes(filler * 3 + tail)
+def _split_vs_single(path: Path, monkeypatch: pytest.MonkeyPatch, boundaries: list[int] | None = None,
+                     ) -> tuple[dict, dict]:
+    # Small chunks and windows, so that a log of a few MiB crosses every boundary the big ones do.
     monkeypatch.setattr(parallel_mod, "MIN_PARALLEL_BYTES", 1 << 20)
+    monkeypatch.setattr(parallel_mod, "READ_BYTES", 64 << 10)
+    monkeypatch.setattr(parallel_mod, "RECORDS_PER_READ", 7)
+    monkeypatch.setattr(select_mod, "CHUNK_BYTES", 128 << 10)
+    monkeypatch.setattr(select_mod._LineReader, "WINDOW", 4 << 10)
     monkeypatch.setenv("ROOTRANK_JOBS", "1")
-    single = diagnosis_to_json(diagnose_paths([str(big)]))
+    single = diagnosis_to_json(diagnose_paths([str(path)]))
     monkeypatch.delenv("ROOTRANK_JOBS")
-    split = diagnosis_to_json(diagnose_paths([str(big)]))
+    started: list[int] = [] if boundaries is None else boundaries
+    real_split = parallel_mod.SplitScan
+
+    class Recorded(real_split):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self.boundary)
+
+    monkeypatch.setattr(diagnose_mod, "SplitScan", Recorded)
+    split = diagnosis_to_json(diagnose_paths([str(path)]))
+    assert started, "the second process was not used"
+    return split, single
+
+
+FILLER = b"".join(b"[rank%d]: step %d | loss 0.%d\n" % (r, s, s % 97) for s in range(6000) for r in range(4))
+TAIL = (FIXTURE_LOGS / "process.uncaught-exception--rank2-valueerror-step3-no-record" / "log.txt").read_bytes()
+
+
+def test_two_processes_match_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A log past the head window with the failure near the end, in the second process's part.
+    big = tmp_path / "big.log"
+    big.write_bytes(FILLER * 3 + TAIL)
+    split, single = _split_vs_single(big, monkeypatch)
     assert split == single
     assert single["root_cause"]["rank"] == 2
+    assert single["lines_read"] == (FILLER * 3 + TAIL).count(b"\n")
+
+
+def test_split_inside_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The boundary falls in the middle of the failing rank's traceback: the lines after it are read
+    # by this process from the other's part, in order, as if there had been no split.
+    prefix = FILLER * 2
+    inside = TAIL.index(b"[rank2]:   File", TAIL.index(b"[rank2]: Traceback")) + 1
+    # size / 2 == len(prefix) + inside  ->  suffix length
+    suffix = (FILLER * 3)[: len(prefix) + 2 * inside - len(TAIL)]
+    suffix = suffix[: suffix.rfind(b"\n") + 1]
+    data = prefix + TAIL + suffix
+    big = tmp_path / "big.log"
+    big.write_bytes(data)
+    boundaries: list[int] = []
+    split, single = _split_vs_single(big, monkeypatch, boundaries)
+    traceback_start = len(prefix) + TAIL.index(b"[rank2]: Traceback")
+    traceback_end = len(prefix) + TAIL.index(b"[rank2]: ValueError")
+    assert traceback_start < boundaries[0] <= traceback_end
+    assert split == single
+    assert single["root_cause"]["rank"] == 2
+    assert single["root_cause"]["rule"] == "process.uncaught-exception"
+
+
+def test_split_file_without_final_newline_and_long_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Lines longer than the reading window in the second part, one of them a candidate, and no
+    # newline at the very end: line numbers and texts agree with one process.
+    long_candidate = b"[rank1]: Traceback (most recent call last) " + b"x" * 20000 + b"\n"
+    long_plain = b"[rank3]: " + b"y" * 30000 + b"\n"
+    data = FILLER * 3 + long_plain + long_candidate + TAIL + long_plain + b"[rank0]: the end, no newline"
+    big = tmp_path / "big.log"
+    big.write_bytes(data)
+    split, single = _split_vs_single(big, monkeypatch)
+    assert split == single
+    assert single["lines_read"] == data.count(b"\n") + 1
+
+
+def test_split_when_every_line_is_a_candidate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A warning on every line: the second process's records go through a file, not memory.
+    warning = b"[rank%d]: UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly.\n"
+    data = b"".join(warning % (i % 8) for i in range(40000)) + TAIL
+    big = tmp_path / "big.log"
+    big.write_bytes(data)
+    split, single = _split_vs_single(big, monkeypatch)
+    assert split == single

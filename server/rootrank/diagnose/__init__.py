@@ -65,11 +65,10 @@ class Pipeline:
         A big file (`path`, `size`) also gets a second process to find candidate lines (parallel.py)."""
         splits: list[SplitScan] = []
 
-        def split_for(prefilter: Prefilter) -> SplitScan | None:
-            if path is None or not can_split(size):
+        def split_for(prefilter: Prefilter, already_read: int) -> SplitScan | None:
+            if path is None or size is None or not can_split(size) or already_read >= size // 2:
                 return None
-            assert size is not None
-            splits.append(SplitScan(path, size, prefilter))
+            splits.append(SplitScan(path, size, prefilter, already_read))
             return splits[-1]
 
         selected = select_lines(handle, self.prefilter, lambda: self.scanner.wants_every_line,

@@ -70,7 +70,7 @@ class EventCollector:
         elif line.local_rank is not None and not line.quoted:
             out.local_ranks_seen.add(line.local_rank)
         if "/" in line.raw or "(" in line.raw:
-            out.stacks |= detect_stacks(line.raw)
+            out.stacks |= detect_stacks(line.raw, out.stacks)
         if line.block and "distributed_c10d.py" in line.text:
             m = _C10D_FRAME.search(line.text)
             if m and m["op"] not in _C10D_SKIP:

@@ -17,6 +17,8 @@ from rootrank.diagnose.normalize import iter_logical_numbered
 from rootrank.diagnose.tracebacks import TracebackGrouper
 from rootrank.model import LogLine
 
+TEXT_MEMO_SIZE = 1 << 14  # distinct texts remembered; cleared when full, so memory stays bounded
+
 
 class LineScanner:
     """Turns the lines of one or more sources into LogLines; shares launcher and traceback state."""
@@ -26,6 +28,7 @@ class LineScanner:
         self.tracebacks = TracebackGrouper()
         self.follow_until = 0  # line number up to which a multi-line message's continuation may come
         self._last_number = 0
+        self._text_facts: dict[str, tuple[int | None, float | None]] = {}
 
     @property
     def wants_every_line(self) -> bool:
@@ -49,6 +52,9 @@ class LineScanner:
             yield from buffered
             yield from logical
 
+        # The ranks of a big job print the same texts once their prefixes are peeled: what a text says
+        # by itself (a rank it names, a time stamp) is worked out once.
+        text_facts = self._text_facts
         for number, raw in all_items():
             self._last_number = number
             peeled = peel(raw, dialect)
@@ -57,9 +63,14 @@ class LineScanner:
             local_rank = peeled.local_rank if peeled.local_rank is not None else path_local
             host = peeled.host or path_host
             stream_rank = rank
+            facts = text_facts.get(text)
+            if facts is None:
+                if len(text_facts) >= TEXT_MEMO_SIZE:
+                    text_facts.clear()
+                facts = text_facts[text] = (rank_in_message(text), find_time(text))
             if rank is None:
-                rank = rank_in_message(text)
-            time = peeled.time if peeled.time is not None else find_time(text)
+                rank = facts[0]
+            time = peeled.time if peeled.time is not None else facts[1]
             quoted, table_rank = self.launcher.feed(text, number, source, agent_of(peeled.host, peeled.pid))
             if quoted:
                 rank = table_rank

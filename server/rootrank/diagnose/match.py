@@ -13,22 +13,27 @@ from collections import defaultdict
 
 from rootrank.library import Library, LogPattern
 
+MEMO_SIZE = 1 << 14  # distinct texts remembered; cleared when full, so memory stays bounded
+
 
 class Matcher:
     """Which patterns to run on a line: found through the prefilter's anchors (rare first characters,
     so the regex engine's skip loop is fast), then confirmed by the literal itself."""
 
     def __init__(self, library: Library, anchors: tuple[bytes, ...] | None = None) -> None:
-        self._exact: dict[str, list[LogPattern]] = defaultdict(list)
-        self._folded: dict[str, list[LogPattern]] = defaultdict(list)
-        for pattern in library.patterns:
+        # Patterns are tried in (entry, name) order; each literal maps to its patterns' places in it.
+        self._patterns = sorted(library.patterns, key=lambda p: (p.entry_id, p.name))
+        self._exact: dict[str, list[int]] = defaultdict(list)
+        self._folded: dict[str, list[int]] = defaultdict(list)
+        for index, pattern in enumerate(self._patterns):
             if pattern.ignore_case:
-                self._folded[pattern.literal.lower()].append(pattern)
+                self._folded[pattern.literal.lower()].append(index)
             else:
-                self._exact[pattern.literal].append(pattern)
+                self._exact[pattern.literal].append(index)
         self._anchor_regex: re.Pattern[str] | None = None
         self._literals_at: dict[str, frozenset[str]] = {}
         self._indexed = False
+        self._memo: dict[str, list[tuple[LogPattern, re.Match[str]]]] = {}
         if anchors is not None:
             self.use_anchors(anchors)
 
@@ -46,9 +51,21 @@ class Matcher:
             for anchor in texts}
         self._anchor_regex = _literal_gate(texts, 0)
         self._indexed = True
+        self._memo.clear()
 
     def match(self, text: str) -> list[tuple[LogPattern, re.Match[str]]]:
         """The first matching pattern of each entry, for one line."""
+        # The ranks of a big job print the same lines (traceback frames, launcher reports, the same
+        # warning): after prefix peeling most texts of a failure cascade have been matched before.
+        cached = self._memo.get(text)
+        if cached is not None:
+            return cached
+        if len(self._memo) >= MEMO_SIZE:
+            self._memo.clear()
+        found = self._memo[text] = self._match(text)
+        return found
+
+    def _match(self, text: str) -> list[tuple[LogPattern, re.Match[str]]]:
         if not self._indexed:
             # Normally the prefilter hands over its anchors first; without one, the literals themselves.
             self.use_anchors(tuple(a.encode() for a in list(self._exact) + list(self._folded)))
@@ -66,15 +83,16 @@ class Matcher:
         if not literals:
             return []
         folded_text = text.lower() if self._folded else ""
-        patterns: list[LogPattern] = []
-        for literal in sorted(literals):
+        places: list[int] = []
+        for literal in literals:
             if literal in self._exact and literal in text:
-                patterns.extend(self._exact[literal])
+                places.extend(self._exact[literal])
             if literal in self._folded and literal in folded_text:
-                patterns.extend(self._folded[literal])
+                places.extend(self._folded[literal])
         found: list[tuple[LogPattern, re.Match[str]]] = []
         seen_entries: set[str] = set()
-        for pattern in sorted(patterns, key=lambda p: (p.entry_id, p.name)):
+        for place in sorted(places):
+            pattern = self._patterns[place]
             if pattern.entry_id in seen_entries:
                 continue
             m = pattern.regex.search(text)

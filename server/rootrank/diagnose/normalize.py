@@ -29,6 +29,13 @@ def clean(text: str) -> str:
     return _CONTROL.sub("", text) if _CONTROL.search(text) else text
 
 
+def _may_hold_glued_prefix(part: str) -> bool:
+    # Most lines hold a single "]:", closing a bracket opened at column 0 (their own rank prefix); a
+    # glued prefix needs a "[" after column 0 that is the last "[" before some "]:".
+    first = part.find("]:")
+    return part.rfind("[", 0, first) > 0 or part.find("]:", first + 2) >= 0
+
+
 def split_physical(line: str) -> list[str]:
     """Split one physical line (without its newline) into logical lines."""
     line = line.rstrip("\n")
@@ -45,7 +52,7 @@ def split_physical(line: str) -> list[str]:
         part = clean(part)
         if not part.strip():
             continue
-        if "]:" in part and _GLUED_PREFIX.search(part):
+        if "]:" in part and _may_hold_glued_prefix(part) and _GLUED_PREFIX.search(part):
             out.extend(p for p in _GLUED_PREFIX.split(part) if p.strip())
         else:
             out.append(part)

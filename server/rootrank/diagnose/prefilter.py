@@ -23,6 +23,9 @@ from typing import Any
 ANCHOR_LEN = 6
 MIN_ANCHOR_LEN = 3
 MAX_FOLDED_ANCHOR_LEN = 5  # a case-folded anchor becomes 2**letters case variants
+# The pieces of case-folded literals are counted in 4 KiB of every 32 KiB of the sample: each count is a scan.
+FOLDED_PIECE_BYTES = 4 << 10
+FOLDED_PIECE_STEP = 32 << 10
 # Lines the pipeline needs even though no entry matches them (traceback structure, launcher reports).
 STRUCTURAL_LITERALS = (
     "Traceback (most recent call last)",
@@ -66,14 +69,17 @@ class Prefilter:
     def __init__(self, literals: Iterable[str], folded_literals: Iterable[str] = (), sample: bytes = b"",
                  engine: str | None = None) -> None:
         sample = sample[: 2 << 20]
-        frequency: Counter[int] = Counter(sample)
+        # Every fourth byte is as good a frequency estimate and four times cheaper to count.
+        frequency: Counter[int] = Counter(sample[::4])
         exact = [lit.encode("utf-8") for lit in literals if lit]
         anchors = choose_anchors(exact, frequency)
         # A case-insensitive literal becomes every case variant of a short piece of it, so that one
         # case-sensitive scan serves both kinds (a case-insensitive regex loses the fast skip loop).
+        folded_sample = b"".join(sample[i: i + FOLDED_PIECE_BYTES]
+                                 for i in range(0, len(sample), FOLDED_PIECE_STEP)).lower()
         for literal in folded_literals:
             anchors.update(_case_variants(_fewest_letters(literal.lower().encode("utf-8"), frequency,
-                                                          sample.lower())))
+                                                          folded_sample)))
         self.anchors = tuple(sorted(anchors))
         self._regex = _grouped_regex(self.anchors, 0) if self.anchors else None
         self.engine = _pick_engine(engine)
@@ -148,11 +154,11 @@ def _fewest_letters(literal: bytes, frequency: Counter[int], folded_sample: byte
         first = piece[:1]
         return frequency[first.lower()[0]] + (frequency[first.upper()[0]] if first.isalpha() else 0)
 
-    # Rare as a whole first (each occurrence is a line to look at), then a rare first byte (skip speed).
-    # Pieces absent from the sample first; among those, the rarest first byte (the scan's skip speed),
-    # then the fewest occurrences.
-    return min(pieces, key=lambda p: (folded_sample.count(p) > 0, first_byte_cost(p), folded_sample.count(p),
-                                      len(p), p))
+    # Pieces absent from the sample first (each occurrence is a line to look at); among those, the
+    # rarest first byte (the scan's skip speed), then the fewest occurrences. Each piece is counted once:
+    # a few hundred scans of the sample would cost more than the rest of a small diagnosis.
+    counts = {p: folded_sample.count(p) for p in set(pieces)}
+    return min(pieces, key=lambda p: (counts[p] > 0, first_byte_cost(p), counts[p], len(p), p))
 
 
 def _case_variants(piece: bytes) -> set[bytes]:

@@ -12,11 +12,15 @@ every input size and every engine gives the same diagnosis. Line numbers count e
 
 from __future__ import annotations
 
+import os
 from collections import deque
-from collections.abc import Callable, Generator
-from typing import BinaryIO
+from collections.abc import Callable, Generator, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from rootrank.diagnose.prefilter import Prefilter
+
+if TYPE_CHECKING:
+    from rootrank.diagnose.parallel import PartSummary
 
 HEAD_LINES = 200
 CHUNK_BYTES = 8 << 20
@@ -41,29 +45,41 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
-CandidateSource = Callable[[bytes, int, int], list[int]]  # (buf, end, absolute offset of buf) -> line starts
+class Split(Protocol):
+    """A second process that scans [boundary, size) of the file (parallel.SplitScan)."""
+
+    boundary: int
+    size: int
+
+    def summary(self) -> PartSummary: ...
+
+    def candidates(self, count: int) -> Iterator[tuple[int, int]]: ...
 
 
 def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], dense: Callable[[], bool],
                  census: Census, on_progress: Callable[[int], None] | None = None,
-                 split_for: Callable[[Prefilter], CandidateSource | None] | None = None,
+                 split_for: Callable[[Prefilter, int], Split | None] | None = None,
                  ) -> Generator[tuple[int, str], None, int]:
     """(1-based physical line number, decoded line) for every selected line of the stream; returns the
     number of physical lines.
 
     `prefilter_for(sample)` builds the prefilter from the first chunk; `census(buf, start, end)` sweeps
-    the head and tail chunks. `split_for(prefilter)` may return a candidate source that supplies the
-    candidate line starts of each chunk (computed ahead in another process with the same prefilter).
+    the head and tail chunks. `split_for(prefilter, bytes_read)` may start a second process for the rest
+    of the file: this one then reads up to its boundary only, and afterwards just the selected lines of
+    the rest, found and numbered by the other process with the same prefilter.
     """
     line_no = 0  # physical lines before buf[0]
     offset = 0
     pending = b""
     prefilter: Prefilter | None = None
-    candidate_source: CandidateSource | None = None
+    split: Split | None = None
+    limit: int | None = None  # where this process stops reading (the split's boundary)
+    read = 0
     chunk_index = 0
     unswept: deque[tuple[bytes, int]] = deque(maxlen=1)
     while True:
-        chunk = handle.read(CHUNK_BYTES)
+        chunk = handle.read(CHUNK_BYTES if limit is None else min(CHUNK_BYTES, limit - read))
+        read += len(chunk)
         buf = pending + chunk if pending else chunk
         if not buf:
             break
@@ -79,25 +95,121 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
         pending = buf[cut:]
         if prefilter is None:
             prefilter = prefilter_for(_sample(buf, cut))
-            candidate_source = split_for(prefilter) if split_for is not None else None
+            split = split_for(prefilter, read) if split_for is not None else None
+            if split is not None:
+                limit = split.boundary
         if chunk_index < CENSUS_HEAD_CHUNKS:
             census(buf, 0, min(cut, CENSUS_BYTES))
-        else:
+        elif split is None:
             unswept.append((buf, cut))
         chunk_index += 1
-        if candidate_source is not None:
-            candidates = candidate_source(buf, cut, offset)
-        else:
-            candidates = prefilter.candidates(buf, 0, cut)
-        line_no = yield from _select_in(buf, cut, line_no, candidates, dense)
+        line_no = yield from _select_in(buf, cut, line_no, prefilter.candidates(buf, 0, cut), dense)
         offset += cut
         if on_progress is not None:
             on_progress(offset)
         if not chunk:
             break
+    if split is not None:
+        line_no = yield from _select_split(handle.fileno(), split, line_no, dense, on_progress)
+        tail = _tail_of(handle.fileno(), split.size)
+        census(tail, 0, len(tail))
     for buf, cut in list(unswept)[-CENSUS_TAIL_CHUNKS:]:
         census(buf, max(0, cut - CENSUS_BYTES), cut)
     return line_no
+
+
+def _tail_of(fd: int, size: int) -> bytes:
+    """The last CENSUS_BYTES of a file, from its first whole line."""
+    start = max(0, size - CENSUS_BYTES)
+    data = os.pread(fd, size - start, start)
+    return data[data.find(b"\n") + 1:] if start > 0 else data
+
+
+class _LineReader:
+    """Whole lines of a file at given offsets, through a window that moves forward."""
+
+    WINDOW = 1 << 20
+
+    def __init__(self, fd: int, size: int) -> None:
+        self._fd = fd
+        self._size = size
+        self._start = 0
+        self._data = b""
+
+    def line_at(self, offset: int) -> tuple[bytes, int]:
+        """The line starting at `offset` (without its newline) and the offset after it."""
+        data, rel = self._data, offset - self._start
+        if 0 <= rel < len(data):
+            eol = data.find(b"\n", rel)
+            if eol >= 0:
+                return data[rel:eol], self._start + eol + 1
+            if self._start + len(data) >= self._size:
+                return data[rel:], self._size  # the last line, without a newline
+        self._start, self._data = offset, os.pread(self._fd, self.WINDOW, offset)
+        data = self._data
+        eol = data.find(b"\n")
+        if eol >= 0:
+            return data[:eol], offset + eol + 1
+        if offset + len(data) >= self._size:
+            return data, self._size
+        return self._long_line(offset)
+
+    def _long_line(self, offset: int) -> tuple[bytes, int]:
+        # Longer than the window: keep its head and its tail (select._decode keeps no more either).
+        keep = MAX_LINE_BYTES // 2
+        head = b""
+        tail = b""
+        position = offset
+        while position < self._size:
+            block = os.pread(self._fd, self.WINDOW, position)
+            if not block:
+                break
+            eol = block.find(b"\n")
+            piece = block if eol < 0 else block[:eol]
+            if len(head) < keep:
+                head += piece[: keep - len(head)]
+            tail = (tail + piece)[-keep:]
+            position += len(piece)
+            if eol >= 0:
+                position += 1
+                break
+        self._start, self._data = position, b""
+        length = position - offset
+        raw = head if length <= keep else head + b" ... " + tail
+        return raw, position
+
+
+def _select_split(fd: int, split: Split, line_no: int, dense: Callable[[], bool],
+                  on_progress: Callable[[int], None] | None) -> Generator[tuple[int, str], None, int]:
+    """The selected lines of [boundary, size), from the other process's numbered candidates; returns the
+    number of physical lines of the whole file."""
+    summary = split.summary()
+    reader = _LineReader(fd, split.size)
+    base = line_no  # lines before the boundary
+    pos = split.boundary
+    number = base  # lines before pos
+    candidates = split.candidates(summary.candidates)
+    reported = pos
+    while True:
+        # Sequential lines while the pipeline wants every line (or the head of a tiny-lined file).
+        while pos < split.size and (number < HEAD_LINES or dense()):
+            raw, pos = reader.line_at(pos)
+            number += 1
+            yield number, _decode(raw)
+        record = next((r for r in candidates if r[0] >= pos), None)
+        if record is None:
+            break
+        candidate, index = record
+        raw, pos = reader.line_at(candidate)
+        number = base + index + 1
+        yield number, _decode(raw)
+        if on_progress is not None and pos >= reported + CHUNK_BYTES:
+            reported = pos
+            on_progress(pos)
+    if on_progress is not None:
+        on_progress(split.size)
+    last_line_open = split.size > split.boundary and not summary.ends_with_newline
+    return base + summary.newlines + (1 if last_line_open else 0)
 
 
 def _select_in(buf: bytes, end: int, line_no: int, candidates: list[int],

@@ -27,9 +27,16 @@ _SIGNS: tuple[tuple[str, str, re.Pattern[str] | None], ...] = (
 )
 
 
-def detect_stacks(text: str) -> set[str]:
+# Most lines show no stack at all: one scan for any of the literals says so.
+_ANY_SIGN = re.compile("|".join(sorted({re.escape(literal) for _stack, literal, _confirm in _SIGNS})))
+
+
+def detect_stacks(text: str, known: frozenset[str] | set[str] = frozenset()) -> set[str]:
+    """The stacks `text` shows, leaving out the `known` ones (no need to look for them again)."""
     found: set[str] = set()
+    if not _ANY_SIGN.search(text):
+        return found
     for stack, literal, confirm in _SIGNS:
-        if literal in text and (confirm is None or confirm.search(text)):
+        if stack not in known and literal in text and (confirm is None or confirm.search(text)):
             found.add(stack)
     return found
