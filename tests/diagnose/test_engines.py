@@ -32,29 +32,35 @@ def test_hyperscan_matches_python(log: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert _run(data, "hyperscan", monkeypatch) == _run(data, "python", monkeypatch)
 
 
-def _split_vs_single(path: Path, monkeypatch: pytest.MonkeyPatch, boundaries: list[int] | None = None,
-                     ) -> tuple[dict, dict]:
-    # Small chunks and windows, so that a log of a few MiB crosses every boundary the big ones do.
+def _split_vs_single(path: Path, monkeypatch: pytest.MonkeyPatch, worker_only: bool = False,
+                     ) -> tuple[dict, dict, list[int]]:
+    """The diagnosis with a second process and without; and where the worker's part began."""
+    # Small chunks, segments and windows, so that a log of a few MiB crosses every boundary the big ones do.
     monkeypatch.setattr(parallel_mod, "MIN_PARALLEL_BYTES", 1 << 20)
     monkeypatch.setattr(parallel_mod, "READ_BYTES", 64 << 10)
+    monkeypatch.setattr(parallel_mod, "SEGMENT_BYTES", 96 << 10)
     monkeypatch.setattr(parallel_mod, "RECORDS_PER_READ", 7)
     monkeypatch.setattr(select_mod, "CHUNK_BYTES", 128 << 10)
+    monkeypatch.setattr(select_mod._LineReader, "MIN_WINDOW", 256)
     monkeypatch.setattr(select_mod._LineReader, "WINDOW", 4 << 10)
     monkeypatch.setenv("ROOTRANK_JOBS", "1")
     single = diagnosis_to_json(diagnose_paths([str(path)]))
     monkeypatch.delenv("ROOTRANK_JOBS")
-    started: list[int] = [] if boundaries is None else boundaries
-    real_split = parallel_mod.SplitScan
+    if worker_only:
+        # This process keeps its first segment only: the worker takes every other one.
+        monkeypatch.setattr(parallel_mod.SharedClaims, "claim_front", lambda self: None)
+    boundaries: list[int] = []
+    real_summary = parallel_mod.SplitScan.summary
 
-    class Recorded(real_split):  # type: ignore[misc,valid-type]
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            super().__init__(*args, **kwargs)
-            started.append(self.boundary)
+    def summary(self: parallel_mod.SplitScan) -> parallel_mod.PartSummary:
+        found = real_summary(self)
+        boundaries.append(self.boundary)
+        return found
 
-    monkeypatch.setattr(diagnose_mod, "SplitScan", Recorded)
+    monkeypatch.setattr(parallel_mod.SplitScan, "summary", summary)
     split = diagnosis_to_json(diagnose_paths([str(path)]))
-    assert started, "the second process was not used"
-    return split, single
+    assert boundaries, "the second process was not used"
+    return split, single, boundaries
 
 
 FILLER = b"".join(b"[rank%d]: step %d | loss 0.%d\n" % (r, s, s % 97) for s in range(6000) for r in range(4))
@@ -65,7 +71,7 @@ def test_two_processes_match_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     # A log past the head window with the failure near the end, in the second process's part.
     big = tmp_path / "big.log"
     big.write_bytes(FILLER * 3 + TAIL)
-    split, single = _split_vs_single(big, monkeypatch)
+    split, single, _ = _split_vs_single(big, monkeypatch)
     assert split == single
     assert single["root_cause"]["rank"] == 2
     assert single["lines_read"] == (FILLER * 3 + TAIL).count(b"\n")
@@ -82,11 +88,13 @@ def test_split_inside_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     data = prefix + TAIL + suffix
     big = tmp_path / "big.log"
     big.write_bytes(data)
-    boundaries: list[int] = []
-    split, single = _split_vs_single(big, monkeypatch, boundaries)
+    monkeypatch.setattr(parallel_mod, "_segment_starts",
+                        lambda path, size, already_read: [
+                            0, parallel_mod._line_start_at_or_after(path, len(prefix) + inside), size])
+    split, single, boundaries = _split_vs_single(big, monkeypatch, worker_only=True)
     traceback_start = len(prefix) + TAIL.index(b"[rank2]: Traceback")
     traceback_end = len(prefix) + TAIL.index(b"[rank2]: ValueError")
-    assert traceback_start < boundaries[0] <= traceback_end
+    assert traceback_start < boundaries[0] <= traceback_end, (traceback_start, boundaries, traceback_end)
     assert split == single
     assert single["root_cause"]["rank"] == 2
     assert single["root_cause"]["rule"] == "process.uncaught-exception"
@@ -100,7 +108,7 @@ def test_split_file_without_final_newline_and_long_lines(tmp_path: Path, monkeyp
     data = FILLER * 3 + long_plain + long_candidate + TAIL + long_plain + b"[rank0]: the end, no newline"
     big = tmp_path / "big.log"
     big.write_bytes(data)
-    split, single = _split_vs_single(big, monkeypatch)
+    split, single, _ = _split_vs_single(big, monkeypatch)
     assert split == single
     assert single["lines_read"] == data.count(b"\n") + 1
 
@@ -111,5 +119,17 @@ def test_split_when_every_line_is_a_candidate(tmp_path: Path, monkeypatch: pytes
     data = b"".join(warning % (i % 8) for i in range(40000)) + TAIL
     big = tmp_path / "big.log"
     big.write_bytes(data)
-    split, single = _split_vs_single(big, monkeypatch)
+    split, single, _ = _split_vs_single(big, monkeypatch)
     assert split == single
+
+
+@pytest.mark.parametrize("who", ["worker takes all but the first segment", "this process takes everything"])
+def test_split_whoever_takes_the_segments(who: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    big = tmp_path / "big.log"
+    big.write_bytes(FILLER * 3 + TAIL + FILLER)
+    if who.startswith("this"):
+        monkeypatch.setattr(parallel_mod.SharedClaims, "claim_back", lambda self: None)
+    split, single, boundaries = _split_vs_single(big, monkeypatch, worker_only=who.startswith("worker"))
+    assert split == single
+    size = big.stat().st_size
+    assert (boundaries[0] == size) == who.startswith("this")

@@ -85,7 +85,7 @@ class Prefilter:
         self.engine = _pick_engine(engine)
         self._hs: Any = _hyperscan_db(self.anchors) if self.engine == "hyperscan" else None
 
-    def candidates(self, buf: bytes, start: int, end: int) -> list[int]:
+    def candidates(self, buf: bytes | bytearray, start: int, end: int) -> list[int]:
         """Start offsets of the lines in buf[start:end] that hold an anchor, ascending."""
         if self._hs is not None:
             return self._hyperscan_candidates(buf, start, end)
@@ -103,19 +103,23 @@ class Prefilter:
             pos = eol + 1
         return out
 
-    def _next_hit(self, buf: bytes, pos: int, end: int) -> int:
+    def _next_hit(self, buf: bytes | bytearray, pos: int, end: int) -> int:
         if self._regex is None:
             return -1
         m = self._regex.search(buf, pos, end)
         return m.start() if m else -1
 
-    def _hyperscan_candidates(self, buf: bytes, start: int, end: int) -> list[int]:
+    def _hyperscan_candidates(self, buf: bytes | bytearray, start: int, end: int) -> list[int]:
         hits: list[int] = []
 
         def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
             hits.append(to)
 
-        self._hs.scan(buf[start:end], match_event_handler=on_match)
+        if start == 0 and end == len(buf):
+            self._hs.scan(buf, match_event_handler=on_match)
+        else:
+            with memoryview(buf) as view, view[start:end] as piece:  # no copy of a chunk-sized slice
+                self._hs.scan(piece, match_event_handler=on_match)
         starts: list[int] = []
         last_line_end = -1
         for to in sorted(hits):

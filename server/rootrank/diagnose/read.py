@@ -1,14 +1,16 @@
-"""Which inputs to read: files as given, directories of per-rank logs, or stdin.
+"""Which inputs to read (files as given, directories of per-rank logs, or stdin), and reading them in
+chunks of whole lines (a log of any size is never held in memory).
 
-The bytes themselves are read in chunks by select.py (a log of any size is never held in memory).
 Unreadable input raises `InputError` with a one-line message for the front end to print.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 MAX_FILES = 100_000
 
@@ -52,3 +54,67 @@ def expand_paths(paths: list[str]) -> list[Source]:
 def _looks_like_log(path: Path) -> bool:
     name = path.name.lower()
     return name.endswith((".log", ".txt", ".out", ".err")) or name in ("stderr", "stdout")
+
+
+class ReadsInto(Protocol):
+    """A binary stream that can read into a caller's buffer (files, stdin's buffer, BytesIO)."""
+
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
+
+
+class LineChunks:
+    """Successive pieces of a byte stream as (buffer, cut): buffer[:cut] holds whole lines, except that
+    a line longer than `max_line_bytes` is cut there and the last line may lack its newline.
+
+    The buffer is reused: its bytes are only valid until the next step of the iteration. Reading into
+    one buffer, and carrying only the unfinished line to its front, avoids allocating (and faulting in)
+    a fresh chunk-sized object per read, which costs several times the read itself.
+    """
+
+    def __init__(self, handle: ReadsInto, chunk_bytes: int, max_line_bytes: int, limit: int | None = None) -> None:
+        self.handle = handle
+        self.chunk_bytes = chunk_bytes
+        self.max_line_bytes = max_line_bytes
+        self.limit = limit  # how many bytes to read in all; may be changed while iterating
+        # Asked for a new limit when the limit is reached (None: stop there).
+        self.extend: Callable[[], int | None] | None = None
+        self.read = 0  # bytes read so far
+
+    def __iter__(self) -> Iterator[tuple[bytearray, int]]:
+        buf = bytearray(self.chunk_bytes)
+        carried = 0  # an unfinished line at buf[:carried]
+        while True:
+            if self.limit is not None and self.read >= self.limit and self.extend is not None:
+                self.limit = self.extend() or self.limit
+            want = self.chunk_bytes if self.limit is None else max(0, min(self.chunk_bytes, self.limit - self.read))
+            if len(buf) < carried + want:
+                buf.extend(bytes(carried + want - len(buf)))  # only while a very long line is carried
+            got = _fill(self.handle, buf, carried, want)
+            self.read += got
+            end = carried + got
+            if got == 0:
+                if carried:
+                    yield buf, carried
+                return
+            cut = buf.rfind(b"\n", 0, end) + 1
+            if cut == 0:
+                if end < self.max_line_bytes:
+                    carried = end
+                    continue
+                cut = end
+            yield buf, cut
+            carried = end - cut
+            if carried:
+                buf[:carried] = buf[cut:end]
+
+
+def _fill(handle: ReadsInto, buf: bytearray, start: int, want: int) -> int:
+    """Read up to `want` bytes into buf[start:], fewer only at the end of the stream."""
+    got = 0
+    with memoryview(buf) as view:
+        while got < want:
+            n = handle.readinto(view[start + got: start + want])
+            if not n:
+                break
+            got += n
+    return got

@@ -13,43 +13,49 @@ every input size and every engine gives the same diagnosis. Line numbers count e
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
 
 from rootrank.diagnose.prefilter import Prefilter
+from rootrank.diagnose.read import LineChunks, ReadsInto
 
 if TYPE_CHECKING:
     from rootrank.diagnose.parallel import PartSummary
 
 HEAD_LINES = 200
 CHUNK_BYTES = 8 << 20
-# The rank census sweeps the first and the last chunks of a source: every rank prints at start-up, and
-# the end is where runs die. Sweeping every chunk would cost as much as the prefilter itself.
+# The rank census sweeps the first CENSUS_BYTES of a source and its last: every rank prints at start-up,
+# and the end is where runs die. Sweeping every chunk would cost as much as the prefilter itself.
 CENSUS_HEAD_CHUNKS = 1
-CENSUS_TAIL_CHUNKS = 1
 CENSUS_BYTES = 4 << 20
 MAX_LINE_BYTES = 8 << 20
 
-Census = Callable[[bytes, int, int], None]
+Buffer = bytes | bytearray
+Census = Callable[[Buffer, int, int], None]
 
 
-def _sample(buf: bytes, end: int, piece: int = 64 << 10, step: int = 512 << 10) -> bytes:
+def _sample(buf: Buffer, end: int, piece: int = 64 << 10, step: int = 512 << 10) -> bytes:
     """Slices spread over the first chunk: start-up output alone is not what the rest of a log looks like."""
     return b"".join(buf[i: min(i + piece, end)] for i in range(0, end, step))
 
 
-def _decode(raw: bytes) -> str:
+def _decode(raw: Buffer) -> str:
     if len(raw) > MAX_LINE_BYTES:
         raw = raw[: MAX_LINE_BYTES // 2] + b" ... " + raw[-MAX_LINE_BYTES // 2:]
     return raw.decode("utf-8", "replace")
 
 
 class Split(Protocol):
-    """A second process that scans [boundary, size) of the file (parallel.SplitScan)."""
+    """A second process that scans the end of the file (parallel.SplitScan): this process reads up to
+    `first_limit`, then as far as `claim()` lets it; the worker's part is [boundary, size)."""
 
     boundary: int
     size: int
+
+    @property
+    def first_limit(self) -> int: ...
+
+    def claim(self) -> int | None: ...
 
     def summary(self) -> PartSummary: ...
 
@@ -70,51 +76,33 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
     """
     line_no = 0  # physical lines before buf[0]
     offset = 0
-    pending = b""
     prefilter: Prefilter | None = None
     split: Split | None = None
-    limit: int | None = None  # where this process stops reading (the split's boundary)
-    read = 0
-    chunk_index = 0
-    unswept: deque[tuple[bytes, int]] = deque(maxlen=1)
-    while True:
-        chunk = handle.read(CHUNK_BYTES if limit is None else min(CHUNK_BYTES, limit - read))
-        read += len(chunk)
-        buf = pending + chunk if pending else chunk
-        if not buf:
-            break
-        if chunk:
-            cut = buf.rfind(b"\n") + 1
-            if cut == 0:
-                if len(buf) < MAX_LINE_BYTES:
-                    pending = buf
-                    continue
-                cut = len(buf)
-        else:
-            cut = len(buf)
-        pending = buf[cut:]
+    chunks = LineChunks(cast(ReadsInto, handle), CHUNK_BYTES, MAX_LINE_BYTES)
+    tail = bytearray(CENSUS_BYTES)  # the end of the latest chunk, for the census once the stream ends
+    tail_length = 0
+    for chunk_index, (buf, cut) in enumerate(chunks):
         if prefilter is None:
             prefilter = prefilter_for(_sample(buf, cut))
-            split = split_for(prefilter, read) if split_for is not None else None
+            split = split_for(prefilter, chunks.read) if split_for is not None else None
             if split is not None:
-                limit = split.boundary
+                chunks.limit, chunks.extend = split.first_limit, split.claim
         if chunk_index < CENSUS_HEAD_CHUNKS:
             census(buf, 0, min(cut, CENSUS_BYTES))
         elif split is None:
-            unswept.append((buf, cut))
-        chunk_index += 1
+            # Copied into a buffer of its own: the chunk's buffer is reused by the next read.
+            tail_length = min(cut, CENSUS_BYTES)
+            tail[:tail_length] = memoryview(buf)[cut - tail_length: cut]
         line_no = yield from _select_in(buf, cut, line_no, prefilter.candidates(buf, 0, cut), dense)
         offset += cut
         if on_progress is not None:
             on_progress(offset)
-        if not chunk:
-            break
     if split is not None:
         line_no = yield from _select_split(handle.fileno(), split, line_no, dense, on_progress)
-        tail = _tail_of(handle.fileno(), split.size)
-        census(tail, 0, len(tail))
-    for buf, cut in list(unswept)[-CENSUS_TAIL_CHUNKS:]:
-        census(buf, max(0, cut - CENSUS_BYTES), cut)
+        end = _tail_of(handle.fileno(), split.size)
+        census(end, 0, len(end))
+    elif tail_length:
+        census(tail, 0, tail_length)
     return line_no
 
 
@@ -126,8 +114,10 @@ def _tail_of(fd: int, size: int) -> bytes:
 
 
 class _LineReader:
-    """Whole lines of a file at given offsets, through a window that moves forward."""
+    """Whole lines of a file at given offsets, through a window that moves forward: small for a lone
+    line, doubling while the lines asked for follow each other (a failure cascade, a dense run)."""
 
+    MIN_WINDOW = 4 << 10
     WINDOW = 1 << 20
 
     def __init__(self, fd: int, size: int) -> None:
@@ -135,6 +125,7 @@ class _LineReader:
         self._size = size
         self._start = 0
         self._data = b""
+        self._window = self.MIN_WINDOW
 
     def line_at(self, offset: int) -> tuple[bytes, int]:
         """The line starting at `offset` (without its newline) and the offset after it."""
@@ -145,14 +136,19 @@ class _LineReader:
                 return data[rel:eol], self._start + eol + 1
             if self._start + len(data) >= self._size:
                 return data[rel:], self._size  # the last line, without a newline
-        self._start, self._data = offset, os.pread(self._fd, self.WINDOW, offset)
-        data = self._data
-        eol = data.find(b"\n")
-        if eol >= 0:
-            return data[:eol], offset + eol + 1
-        if offset + len(data) >= self._size:
-            return data, self._size
-        return self._long_line(offset)
+        following = 0 <= rel <= len(data) + self.MIN_WINDOW
+        self._window = min(self._window * 2, self.WINDOW) if following else self.MIN_WINDOW
+        while True:
+            self._start, self._data = offset, os.pread(self._fd, self._window, offset)
+            data = self._data
+            eol = data.find(b"\n")
+            if eol >= 0:
+                return data[:eol], offset + eol + 1
+            if offset + len(data) >= self._size:
+                return data, self._size
+            if self._window >= self.WINDOW:
+                return self._long_line(offset)
+            self._window = min(self._window * 8, self.WINDOW)
 
     def _long_line(self, offset: int) -> tuple[bytes, int]:
         # Longer than the window: keep its head and its tail (select._decode keeps no more either).
@@ -212,7 +208,7 @@ def _select_split(fd: int, split: Split, line_no: int, dense: Callable[[], bool]
     return base + summary.newlines + (1 if last_line_open else 0)
 
 
-def _select_in(buf: bytes, end: int, line_no: int, candidates: list[int],
+def _select_in(buf: Buffer, end: int, line_no: int, candidates: list[int],
                dense: Callable[[], bool]) -> Generator[tuple[int, str], None, int]:
     """Yield the selected lines of buf[:end]; return the number of lines counted so far."""
     pos = 0

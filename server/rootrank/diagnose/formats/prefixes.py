@@ -172,7 +172,7 @@ class RankCensus:
         self.local_ranks: set[int] = set()
         self.srun = False
 
-    def sweep(self, buf: bytes, start: int, end: int) -> None:
+    def sweep(self, buf: bytes | bytearray, start: int, end: int) -> None:
         if b"[rank" in buf:
             self.ranks.update(int(r) for r in set(self._GLOBAL.findall(buf, start, end)))
         if b"]<std" in buf:
