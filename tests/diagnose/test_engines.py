@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-import rootrank.diagnose as diagnose_mod
 from rootrank.diagnose import Pipeline, diagnose_paths
 from rootrank.diagnose import parallel as parallel_mod
 from rootrank.diagnose import select as select_mod

@@ -150,3 +150,17 @@ def test_exception_ignored_at_exit_is_not_a_failure() -> None:
     # The same traceback, raised: a failure.
     raised = diagnose_text("\n".join(lines[2:]))
     assert raised.root_cause is not None and raised.root_cause.rule == "process.uncaught-exception"
+
+
+def test_with_rank_copies_every_field() -> None:
+    # collect._with_rank spells the copy out for speed; a field added to LogLine must be copied too.
+    import dataclasses
+
+    from rootrank.diagnose.collect import _with_rank
+    from rootrank.model import LogLine
+
+    values = {"number": 7, "text": "t", "raw": "r", "source": "s", "rank": 1, "local_rank": 2, "host": "h",
+              "time": 3.5, "pid": 9, "block": 4, "quoted": True}
+    assert {f.name for f in dataclasses.fields(LogLine)} == set(values)
+    line = LogLine(**values)  # type: ignore[arg-type]
+    assert _with_rank(line, 5) == dataclasses.replace(line, rank=5)

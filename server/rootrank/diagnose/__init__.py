@@ -92,10 +92,9 @@ class Pipeline:
         continued = self._continued
         for line in self.scanner.scan(source, lines, path_hint):
             order = collector.observe(line)
-            for pattern, m in match(line.text):
+            for pattern, fields in match(line.text):
                 if pattern.follows and line.number > self.scanner.follow_until:
                     continue
-                fields = {k: v for k, v in m.groupdict().items() if v is not None}
                 collector.add(line, order, entries[pattern.entry_id], fields, pattern.name)
                 if not pattern.follows and pattern.entry_id in continued:
                     self.scanner.follow_until = line.number + FOLLOW_LINES

@@ -33,7 +33,7 @@ class Matcher:
         self._anchor_regex: re.Pattern[str] | None = None
         self._literals_at: dict[str, frozenset[str]] = {}
         self._indexed = False
-        self._memo: dict[str, list[tuple[LogPattern, re.Match[str]]]] = {}
+        self._memo: dict[str, list[tuple[LogPattern, dict[str, str]]]] = {}
         if anchors is not None:
             self.use_anchors(anchors)
 
@@ -53,8 +53,9 @@ class Matcher:
         self._indexed = True
         self._memo.clear()
 
-    def match(self, text: str) -> list[tuple[LogPattern, re.Match[str]]]:
-        """The first matching pattern of each entry, for one line."""
+    def match(self, text: str) -> list[tuple[LogPattern, dict[str, str]]]:
+        """The first matching pattern of each entry, for one line, with the fields it captured (shared
+        between the lines of the same text: never to be changed in place)."""
         # The ranks of a big job print the same lines (traceback frames, launcher reports, the same
         # warning): after prefix peeling most texts of a failure cascade have been matched before.
         cached = self._memo.get(text)
@@ -65,7 +66,7 @@ class Matcher:
         found = self._memo[text] = self._match(text)
         return found
 
-    def _match(self, text: str) -> list[tuple[LogPattern, re.Match[str]]]:
+    def _match(self, text: str) -> list[tuple[LogPattern, dict[str, str]]]:
         if not self._indexed:
             # Normally the prefilter hands over its anchors first; without one, the literals themselves.
             self.use_anchors(tuple(a.encode() for a in list(self._exact) + list(self._folded)))
@@ -89,7 +90,7 @@ class Matcher:
                 places.extend(self._exact[literal])
             if literal in self._folded and literal in folded_text:
                 places.extend(self._folded[literal])
-        found: list[tuple[LogPattern, re.Match[str]]] = []
+        found: list[tuple[LogPattern, dict[str, str]]] = []
         seen_entries: set[str] = set()
         for place in sorted(places):
             pattern = self._patterns[place]
@@ -97,7 +98,7 @@ class Matcher:
                 continue
             m = pattern.regex.search(text)
             if m:
-                found.append((pattern, m))
+                found.append((pattern, {k: v for k, v in m.groupdict().items() if v is not None}))
                 seen_entries.add(pattern.entry_id)
         return found
 
