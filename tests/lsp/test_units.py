@@ -319,3 +319,33 @@ def test_diagnose_command_reads_regular_files_only(tmp_path: Path):
     for path in (tmp_path / "pipe.log", Path("/dev/zero"), tmp_path, tmp_path / "missing.log"):
         with pytest.raises(JsonRpcInvalidParams):
             read_source_file(str(path))
+
+
+def test_converted_diagnostics_are_reused_only_while_their_lines_are_unchanged() -> None:
+    # diagnostics.compute remembers conversions; the result must always equal a fresh conversion.
+    from rootrank.lsp import diagnostics
+
+    source = ("import torch\nfrom torch.utils.checkpoint import checkpoint\n\n\n"
+              "def forward(block, x):\n    return checkpoint(block, x)\n")
+
+    def fresh(text: str, version: int, encoding: str = "utf-16") -> list[types.Diagnostic]:
+        diagnostics._CONVERTED.clear()
+        return diagnostics.compute(text, "t.py", version, Settings(), encoding, [])[1]
+
+    first = fresh(source, 1)
+    assert first and first[0].data["version"] == 1
+    # the same findings again: reused, with the new version
+    again = diagnostics.compute(source, "t.py", 2, Settings(), "utf-16", [])[1]
+    assert again == fresh(source, 2)
+    assert again[0].data["version"] == 2
+    # a non-ASCII character before the call on its own line moves its UTF-16 columns
+    moved = source.replace("    return checkpoint", "    return 𝑥 and checkpoint")
+    diagnostics.compute(source, "t.py", 3, Settings(), "utf-16", [])
+    reused = diagnostics.compute(moved, "t.py", 4, Settings(), "utf-16", [])[1]
+    assert reused == fresh(moved, 4)
+    assert reused[0].range != first[0].range
+    # another line changes: the conversion of this one is the same
+    other = source.replace("import torch\n", "import torch  # changed\n")
+    assert diagnostics.compute(other, "t.py", 5, Settings(), "utf-16", [])[1] == fresh(other, 5)
+    # the client's encoding is part of what a conversion depends on
+    assert diagnostics.compute(moved, "t.py", 6, Settings(), "utf-8", [])[1] == fresh(moved, 6, "utf-8")

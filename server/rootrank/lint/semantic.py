@@ -109,11 +109,18 @@ class Semantic:
     calls: list[CallSite] = field(default_factory=list)
     assigns: list[AssignSite] = field(default_factory=list)
     memo: dict[str, Any] = field(default_factory=dict)  # answers several rules share (e.g. what is compiled)
+    # Several rules resolve the same nodes: by id, valid while this Semantic (which holds the nodes) lives.
+    _qualified: dict[int, str | None] = field(default_factory=dict, repr=False)
+    _callees: dict[int, tuple[str | None, tuple[ast.keyword, ...]]] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ names and values
 
     def qualified(self, expr: ast.expr) -> str | None:
-        return self.names.qualified(expr)
+        key = id(expr)
+        if key in self._qualified:
+            return self._qualified[key]
+        name = self._qualified[key] = self.names.qualified(expr)
+        return name
 
     def is_grad_off(self, expr: ast.expr) -> bool:
         """`torch.no_grad()`, `torch.inference_mode()`, `torch.set_grad_enabled(False)` (called or bare)."""
@@ -177,10 +184,16 @@ class Semantic:
 
     def resolve_call(self, call: ast.Call) -> tuple[str | None, tuple[ast.keyword, ...]]:
         """The qualified callee of a call and the keywords a `functools.partial` alias preset."""
-        spelled = dotted(call.func)
-        if spelled is not None and spelled in self.partials:
-            return self.partials[spelled]
-        return self.qualified(call.func), ()
+        key = id(call)
+        found = self._callees.get(key)
+        if found is None:
+            spelled = dotted(call.func)
+            if spelled is not None and spelled in self.partials:
+                found = self.partials[spelled]
+            else:
+                found = (self.qualified(call.func), ())
+            self._callees[key] = found
+        return found
 
     @functools.cached_property
     def checkpoints(self) -> list[CheckpointSite]:

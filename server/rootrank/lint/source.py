@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import itertools
 import re
 from collections.abc import Iterable
 
@@ -46,7 +47,10 @@ class Locator:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.starts = [0, *(m.end() for m in _NEWLINE.finditer(source))]
+        if "\r" in source:
+            self.starts = [0, *(m.end() for m in _NEWLINE.finditer(source))]
+        else:  # the common case, in C: each line's start is the running sum of the lengths before it
+            self.starts = [0, *itertools.accumulate(map((1).__add__, map(len, source.split("\n")[:-1])))]
 
     def line_text(self, line: int) -> str:
         if line < 1 or line > len(self.starts):

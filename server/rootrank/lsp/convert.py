@@ -29,7 +29,7 @@ LSP_SEVERITY = {
 
 def split_lines(text: str) -> list[str]:
     """The document's lines as LSP counts them, without their line breaks."""
-    return _LINE_BREAK.split(text)
+    return _LINE_BREAK.split(text) if "\r" in text else text.split("\n")
 
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"

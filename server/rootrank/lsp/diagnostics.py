@@ -66,14 +66,39 @@ def compute(
                 if f.rule not in SKIPPED_RULES]
     lines = Lines(text, encoding)
     comment = comment_char(path)
-    diagnostics = []
-    for finding in findings:
-        noqa = noqa_edit(lines, finding.line - 1, finding.rule) if comment else None
-        diagnostics.append(finding_to_diagnostic(
-            finding, lines, version=version, severity=settings.severity_for(finding.rule),
-            href=engine.docs_uri(finding.rule), noqa=noqa,
-        ))
+    diagnostics = [_diagnostic(finding, lines, version, settings.severity_for(finding.rule), comment is not None)
+                   for finding in findings]
     return findings, diagnostics
+
+
+# Converted diagnostics, by what they depend on: a keystroke changes one finding or a few, and the
+# conversion (positions in the client's code units, fixes and the noqa edit in `data`) is a large part
+# of a big file's time to diagnostics. Bounded: cleared when full.
+_CONVERTED: dict[tuple[object, ...], types.Diagnostic] = {}
+MAX_CONVERTED = 4096
+
+
+def _diagnostic(finding: Finding, lines: Lines, version: int | None, severity: str | None,
+                noqa: bool) -> types.Diagnostic:
+    touched = {finding.line, finding.end_line,
+               *(n for fix in finding.fixes for edit in fix.edits for n in (edit.line, edit.end_line))}
+    last = max(touched)
+    # Positions depend on the text of the lines they fall on, or, past the end, on the last line.
+    key = (finding, lines.encoding, severity, noqa,
+           tuple(lines.line(n - 1) for n in sorted(touched)),
+           lines.line(len(lines) - 1) if last > len(lines) else None, len(lines) if last > len(lines) else 0)
+    converted = _CONVERTED.get(key)
+    if converted is None:
+        edit = noqa_edit(lines, finding.line - 1, finding.rule) if noqa else None
+        converted = finding_to_diagnostic(finding, lines, version=None, severity=severity,
+                                          href=engine.docs_uri(finding.rule), noqa=edit)
+        if len(_CONVERTED) >= MAX_CONVERTED:
+            _CONVERTED.clear()
+        _CONVERTED[key] = converted
+    data = converted.data if isinstance(converted.data, dict) else {}
+    return types.Diagnostic(range=converted.range, message=converted.message, severity=converted.severity,
+                            code=converted.code, code_description=converted.code_description,
+                            source=converted.source, data={**data, "version": version})
 
 
 def _report_crashes(ls: RootrankServer, crashes: list[tuple[str, BaseException]]) -> None:
