@@ -147,6 +147,12 @@ def _initialize(process: subprocess.Popen, process_id: int | None) -> None:
     assert _read_message(process.stdout)["id"] == 1
 
 
+def _close_pipes(process: subprocess.Popen[bytes]) -> None:
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            stream.close()
+
+
 def test_exits_when_the_client_closes_the_pipe():
     process = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
@@ -155,6 +161,7 @@ def test_exits_when_the_client_closes_the_pipe():
         assert process.wait(timeout=20) is not None
     finally:
         process.kill()
+        _close_pipes(process)
 
 
 def test_exits_when_the_client_process_dies():
@@ -168,3 +175,4 @@ def test_exits_when_the_client_process_dies():
         assert time.monotonic() - start < 20
     finally:
         process.kill()
+        _close_pipes(process)
