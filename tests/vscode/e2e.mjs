@@ -61,6 +61,17 @@ async function openFile(name) {
   await page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first().click();
   await page.locator('.tabs-container .tab.active', { hasText: name }).first().waitFor({ timeout: 20000 });
 }
+// An element's box, once it has one: boundingBox() is null while the element is re-rendered or hidden
+// (the squiggles are redrawn when new diagnostics arrive), so ask again for a while.
+async function boxOf(locator, timeout = 10000) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const box = await locator.boundingBox({ timeout: Math.max(deadline - Date.now(), 1) }).catch(() => null);
+    if (box) return box;
+    if (Date.now() > deadline) throw new Error('no bounding box for ' + locator);
+    await page.waitForTimeout(200);
+  }
+}
 // Monaco renders spaces as U+00A0
 const editorText = async () => (await page.locator('.editor-instance .monaco-editor .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
 // The report webview: an iframe (the webview host) holding the content iframe.
@@ -118,7 +129,7 @@ await check('squiggle-on-checkpoint-call', async () => {
 await check('hover', async () => {
   await page.locator('.editor-instance .view-lines').first().click();
   const sq = page.locator('.squiggly-warning, .squiggly-error').first();
-  const box = await sq.boundingBox({ timeout: 5000 });
+  const box = await boxOf(sq);
   await page.mouse.move(box.x + 4, box.y + box.height / 2);
   await page.mouse.move(box.x + box.width / 3, box.y + box.height / 2);
   await page.locator('.monaco-hover', { hasText: 'checkpoint.use-reentrant-explicit' })
@@ -130,7 +141,7 @@ await check('hover', async () => {
 // 4. the quick fix from the server, applied through the lightbulb menu; the warning clears
 await check('quick-fix', async () => {
   const sq = page.locator('.squiggly-warning, .squiggly-error').first();
-  const box = await sq.boundingBox({ timeout: 5000 });
+  const box = await boxOf(sq);
   await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
   const item = page.locator('.action-widget .monaco-list-row', { hasText: 'use_reentrant=False' }).first();
   // Ctrl+. right after the diagnostic arrives can come back empty: ask again, up to 4 times
@@ -139,7 +150,8 @@ await check('quick-fix', async () => {
     try { await item.waitFor({ timeout: 5000 }); break; } catch (e) {
       if (attempt === 4) throw e;
       await page.keyboard.press('Escape');
-      await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+      const again = await boxOf(sq);
+      await page.mouse.click(again.x + again.width / 2, again.y + again.height / 2);
     }
   }
   await shot('3-quickfix-menu');
@@ -169,7 +181,7 @@ await check('diagnose-selection-report', async () => {
   await page.locator('.editor-instance .view-lines').first().click();
   await page.keyboard.press('Control+A');
   const lines = page.locator('.editor-instance .view-lines').first();
-  const box = await lines.boundingBox();
+  const box = await boxOf(lines);
   await page.mouse.click(box.x + 80, box.y + 40, { button: 'right' });
   await clickMenuItem('Diagnose Selection');
   const r = report();
