@@ -354,12 +354,15 @@ def has_hyperscan() -> bool:
     return probe.returncode == 0
 
 
-def diagnose(path: Path, json_out: Path, timeout: float | None, engine: str = "python") -> dict:
+def diagnose(path: Path, json_out: Path, timeout: float | None, engine: str = "python",
+             ulimit_files: int | None = None) -> dict:
     """`rootrank diagnose` with one prefilter engine: "python" (the pure-Python default) or "hyperscan"
-    (`pip install rootrank[fast]`)."""
+    (`pip install rootrank[fast]`); optionally under `ulimit -n`."""
     env = {**os.environ, "ROOTRANK_ENGINE": engine}
-    r = run_measured([*rootrank_cmd(), "diagnose", "--format", "json", "--no-progress", str(path)],
-                     stdout_path=json_out, timeout=timeout, env=env)
+    cmd = [*rootrank_cmd(), "diagnose", "--format", "json", "--no-progress", str(path)]
+    if ulimit_files is not None:
+        cmd = ["sh", "-c", f'ulimit -n {int(ulimit_files)} && exec "$@"', "sh", *cmd]
+    r = run_measured(cmd, stdout_path=json_out, timeout=timeout, env=env)
     try:
         doc = json.loads(json_out.read_text())
         rc = doc.get("root_cause") or {}
@@ -428,6 +431,25 @@ print(json.dumps({"import_s": t1 - t0, "first_s": t3 - t2, "median_s": statistic
 
 
 # ------------------------------------------------------------------------------------------- report
+
+
+def split_per_rank(log: Path, directory: Path) -> int:
+    """Write each `[rankN]:` line of `log`, prefix removed, to `directory/rankN.log` (as `torchrun --log-dir`
+    or a Slurm `--output=%t` job leaves them) and the launcher's own lines to `launcher.log`; returns the
+    number of files. Rewritten each time: a few MiB."""
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    per_rank: dict[str, list[bytes]] = {}
+    prefix = re.compile(rb"^\[rank(\d+)\]:\s?")
+    with open(log, "rb") as fh:
+        for line in fh:
+            m = prefix.match(line)
+            key = f"rank{int(m.group(1))}.log" if m else "launcher.log"
+            per_rank.setdefault(key, []).append(line[m.end():] if m else line)
+    for name, lines in per_rank.items():
+        (directory / name).write_bytes(b"".join(lines))
+    return len(per_rank)
 
 
 def fmt_ratio(x: float | None) -> str:
@@ -527,6 +549,14 @@ def markdown(res: dict) -> str:
         for st in res["styles"]:
             ok = "yes" if st["rank"] == st["fail_rank"] else "**no**"
             md.append(f"| `{st['prefix']}` | `{st['rule']}` | {st['rank']} | {ok} | {st['host'] or '-'} |")
+    files = res.get("per_rank_files")
+    if files:
+        found = "yes" if files.get("rank") == files["fail_rank"] else f"**no** (rank {files.get('rank')})"
+        md.append("")
+        md.append(f"Per-rank files: the small log split into {files['files']:,} files (`rankN.log` + `launcher.log`, "
+                  f"{files['bytes'] / MiB:,.1f} MiB), diagnosed as one run under `ulimit -n 64`: "
+                  f"`{files.get('rule')}`, planted rank found: {found}, {files.get('collateral')} collateral ranks, "
+                  f"{(files.get('wall_s') or 0):.2f} s, peak RSS {fmt_rss(files.get('peak_rss_mib'))}.")
     sel = res.get("selection")
     if sel:
         md.append("")
@@ -674,6 +704,17 @@ def main(argv: list[str] | None = None) -> int:
                            **{k: r.get(k) for k in ("rule", "rank", "host", "collateral", "wall_s", "rc")}})
             say(f"style {style}: {r.get('rule')} rank {r.get('rank')} host {r.get('host')}")
         res["styles"] = styles
+
+    if not args.no_rootrank and args.prefix == "rank":
+        files_dir = out / f"per-rank-{tag}"
+        count = split_per_rank(small_path, files_dir)
+        # Under a low open-file limit: one log open at a time, however many there are.
+        r = diagnose(files_dir, out / f"per-rank-{tag}.json", args.timeout, ulimit_files=64)
+        res["per_rank_files"] = {"files": count, "bytes": sum(p.stat().st_size for p in files_dir.iterdir()),
+                                 "fail_rank": args.fail_rank,
+                                 **{k: r.get(k) for k in ("rule", "rank", "collateral", "wall_s", "peak_rss_mib",
+                                                          "rc", "error")}}
+        say(f"per-rank files: {count} files, {r.get('rule')} rank {r.get('rank')} in {r.get('wall_s', 0):.2f} s")
 
     (out / "bench_diagnose.json").write_text(json.dumps(res, indent=2, default=str))
     md = markdown(res)

@@ -4,6 +4,7 @@ chunk size, the limit, or how a stream hands out its bytes, the lines and their 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -99,3 +100,24 @@ def test_selection_does_not_depend_on_the_chunk_size(lines: list[bytes], chunk: 
 def test_trickling_stdin_like_streams_are_read_whole(step: int) -> None:
     data = b"".join(b"[rank%d]: hello %d\n" % (i % 4, i) for i in range(500))
     assert b"".join(_pieces(Trickle(data, step), 1000, 1 << 20)) == data
+
+
+def test_a_stream_longer_than_its_size_hint_is_read_to_the_end() -> None:
+    # A log still being written: it holds more than it did when its size was taken.
+    data = b"".join(b"line %d\n" % i for i in range(50000))
+    chunks = LineChunks(io.BytesIO(data), 1 << 20, 1 << 20, size_hint=100)
+    assert b"".join(bytes(buf[:cut]) for buf, cut in chunks) == data
+
+
+def test_remaining_bytes(tmp_path: Path) -> None:
+    from rootrank.diagnose.read import remaining_bytes
+
+    path = tmp_path / "x.log"
+    path.write_bytes(b"0123456789")
+    with open(path, "rb") as handle:
+        handle.read(4)
+        assert remaining_bytes(handle) == 6
+    stream = io.BytesIO(b"abc")
+    assert remaining_bytes(stream) == 3
+    stream.write(b"more")  # still writable: the buffer view was released
+    assert remaining_bytes(Trickle(b"abc", 1)) is None

@@ -6,7 +6,9 @@ Unreadable input raises `InputError` with a one-line message for the front end t
 
 from __future__ import annotations
 
+import io
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,9 +73,16 @@ class LineChunks:
     a fresh chunk-sized object per read, which costs several times the read itself.
     """
 
-    def __init__(self, handle: ReadsInto, chunk_bytes: int, max_line_bytes: int, limit: int | None = None) -> None:
+    # Past the size it was told, a stream is read on in steps of this (a log still being written).
+    GROWTH_READ = 64 << 10
+
+    def __init__(self, handle: ReadsInto, chunk_bytes: int, max_line_bytes: int, limit: int | None = None,
+                 size_hint: int | None = None) -> None:
         self.handle = handle
         self.chunk_bytes = chunk_bytes
+        # The bytes the stream is expected to hold: a small file gets a small buffer (thousands of
+        # per-rank files must not each allocate a full chunk).
+        self.size_hint = size_hint
         self.max_line_bytes = max_line_bytes
         self.limit = limit  # how many bytes to read in all; may be changed while iterating
         # Asked for a new limit when the limit is reached (None: stop there).
@@ -81,12 +90,15 @@ class LineChunks:
         self.read = 0  # bytes read so far
 
     def __iter__(self) -> Iterator[tuple[bytearray, int]]:
-        buf = bytearray(self.chunk_bytes)
+        hint = self.size_hint
+        buf = bytearray(self.chunk_bytes if hint is None else min(self.chunk_bytes, hint + 1))
         carried = 0  # an unfinished line at buf[:carried]
         while True:
             if self.limit is not None and self.read >= self.limit and self.extend is not None:
                 self.limit = self.extend() or self.limit
             want = self.chunk_bytes if self.limit is None else max(0, min(self.chunk_bytes, self.limit - self.read))
+            if hint is not None:
+                want = min(want, max(hint - self.read + 1, self.GROWTH_READ))
             if len(buf) < carried + want:
                 buf.extend(bytes(carried + want - len(buf)))  # only while a very long line is carried
             got = _fill(self.handle, buf, carried, want)
@@ -118,3 +130,21 @@ def _fill(handle: ReadsInto, buf: bytearray, start: int, want: int) -> int:
                 break
             got += n
     return got
+
+
+def remaining_bytes(handle: object) -> int | None:
+    """How many bytes a regular file or an in-memory stream holds past its position; None for pipes."""
+    try:
+        if isinstance(handle, io.BytesIO):
+            with handle.getbuffer() as view:
+                return max(0, view.nbytes - handle.tell())
+        fileno = getattr(handle, "fileno", None)
+        tell = getattr(handle, "tell", None)
+        if fileno is None or tell is None:
+            return None
+        status = os.fstat(fileno())
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        return max(0, status.st_size - int(tell()))
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None

@@ -17,7 +17,7 @@ from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
 
 from rootrank.diagnose.prefilter import Prefilter
-from rootrank.diagnose.read import LineChunks, ReadsInto
+from rootrank.diagnose.read import LineChunks, ReadsInto, remaining_bytes
 
 if TYPE_CHECKING:
     from rootrank.diagnose.parallel import PartSummary
@@ -78,8 +78,8 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
     offset = 0
     prefilter: Prefilter | None = None
     split: Split | None = None
-    chunks = LineChunks(cast(ReadsInto, handle), CHUNK_BYTES, MAX_LINE_BYTES)
-    tail = bytearray(CENSUS_BYTES)  # the end of the latest chunk, for the census once the stream ends
+    chunks = LineChunks(cast(ReadsInto, handle), CHUNK_BYTES, MAX_LINE_BYTES, size_hint=remaining_bytes(handle))
+    tail: bytearray | None = None  # the end of the latest chunk, for the census once the stream ends
     tail_length = 0
     for chunk_index, (buf, cut) in enumerate(chunks):
         if prefilter is None:
@@ -91,6 +91,7 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
             census(buf, 0, min(cut, CENSUS_BYTES))
         elif split is None:
             # Copied into a buffer of its own: the chunk's buffer is reused by the next read.
+            tail = tail if tail is not None else bytearray(CENSUS_BYTES)
             tail_length = min(cut, CENSUS_BYTES)
             tail[:tail_length] = memoryview(buf)[cut - tail_length: cut]
         line_no = yield from _select_in(buf, cut, line_no, prefilter.candidates(buf, 0, cut), dense)
@@ -101,7 +102,7 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
         line_no = yield from _select_split(handle.fileno(), split, line_no, dense, on_progress)
         end = _tail_of(handle.fileno(), split.size)
         census(end, 0, len(end))
-    elif tail_length:
+    elif tail is not None and tail_length:
         census(tail, 0, tail_length)
     return line_no
 
