@@ -31,9 +31,7 @@ def test_hyperscan_matches_python(log: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert _run(data, "hyperscan", monkeypatch) == _run(data, "python", monkeypatch)
 
 
-def _split_vs_single(path: Path, monkeypatch: pytest.MonkeyPatch, worker_only: bool = False,
-                     ) -> tuple[dict, dict, list[int]]:
-    """The diagnosis with a second process and without; and where the worker's part began."""
+def _small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     # Small chunks, segments and windows, so that a log of a few MiB crosses every boundary the big ones do.
     monkeypatch.setattr(parallel_mod, "MIN_PARALLEL_BYTES", 1 << 20)
     monkeypatch.setattr(parallel_mod, "READ_BYTES", 64 << 10)
@@ -42,6 +40,12 @@ def _split_vs_single(path: Path, monkeypatch: pytest.MonkeyPatch, worker_only: b
     monkeypatch.setattr(select_mod, "CHUNK_BYTES", 128 << 10)
     monkeypatch.setattr(select_mod._LineReader, "MIN_WINDOW", 256)
     monkeypatch.setattr(select_mod._LineReader, "WINDOW", 4 << 10)
+
+
+def _split_vs_single(path: Path, monkeypatch: pytest.MonkeyPatch, worker_only: bool = False,
+                     ) -> tuple[dict, dict, list[int]]:
+    """The diagnosis with a second process and without; and where the worker's part began."""
+    _small_parts(monkeypatch)
     monkeypatch.setenv("ROOTRANK_JOBS", "1")
     single = diagnosis_to_json(diagnose_paths([str(path)]))
     monkeypatch.delenv("ROOTRANK_JOBS")
@@ -132,3 +136,22 @@ def test_split_whoever_takes_the_segments(who: str, tmp_path: Path, monkeypatch:
     assert split == single
     size = big.stat().st_size
     assert (boundaries[0] == size) == who.startswith("this")
+
+
+def _dying_worker(path: str, out_fd: int) -> None:
+    raise MemoryError("the worker ran out of memory")
+
+
+def test_a_failing_worker_costs_only_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          caplog: pytest.LogCaptureFixture) -> None:
+    # The worker dies (killed for memory, say): this process reads the rest itself, same diagnosis.
+    big = tmp_path / "big.log"
+    big.write_bytes(FILLER * 3 + TAIL + FILLER)
+    _small_parts(monkeypatch)
+    monkeypatch.setenv("ROOTRANK_JOBS", "1")
+    single = diagnosis_to_json(diagnose_paths([str(big)]))
+    monkeypatch.delenv("ROOTRANK_JOBS")
+    monkeypatch.setattr(parallel_mod, "_work", _dying_worker)
+    assert diagnosis_to_json(diagnose_paths([str(big)])) == single
+    assert "the second process failed (the worker ran out of memory)" in caplog.text
+    assert single["root_cause"]["rank"] == 2

@@ -18,6 +18,7 @@ import mmap
 import multiprocessing
 import os
 import tempfile
+import threading
 from array import array
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -236,5 +237,9 @@ def can_split(size: int | None) -> bool:
     if size is None or size < MIN_PARALLEL_BYTES or (os.cpu_count() or 1) < 2:
         return False
     if os.environ.get("ROOTRANK_JOBS") == "1":
+        return False
+    # Forking a process that runs other threads (a language server, say) can deadlock the child on a
+    # lock one of them held: only a single-threaded process forks.
+    if threading.active_count() > 1:
         return False
     return "fork" in multiprocessing.get_all_start_methods()

@@ -12,6 +12,7 @@ every input size and every engine gives the same diagnosis. Line numbers count e
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
@@ -22,11 +23,11 @@ from rootrank.diagnose.read import LineChunks, ReadsInto, remaining_bytes
 if TYPE_CHECKING:
     from rootrank.diagnose.parallel import PartSummary
 
+LOG = logging.getLogger(__name__)
 HEAD_LINES = 200
 CHUNK_BYTES = 8 << 20
 # The rank census sweeps the first CENSUS_BYTES of a source and its last: every rank prints at start-up,
 # and the end is where runs die. Sweeping every chunk would cost as much as the prefilter itself.
-CENSUS_HEAD_CHUNKS = 1
 CENSUS_BYTES = 4 << 20
 MAX_LINE_BYTES = 8 << 20
 
@@ -79,32 +80,66 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
     prefilter: Prefilter | None = None
     split: Split | None = None
     chunks = LineChunks(cast(ReadsInto, handle), CHUNK_BYTES, MAX_LINE_BYTES, size_hint=remaining_bytes(handle))
-    tail: bytearray | None = None  # the end of the latest chunk, for the census once the stream ends
-    tail_length = 0
-    for chunk_index, (buf, cut) in enumerate(chunks):
+    tail = _Tail()
+    for buf, cut in chunks:
         if prefilter is None:
             prefilter = prefilter_for(_sample(buf, cut))
             split = split_for(prefilter, chunks.read) if split_for is not None else None
             if split is not None:
                 chunks.limit, chunks.extend = split.first_limit, split.claim
-        if chunk_index < CENSUS_HEAD_CHUNKS:
             census(buf, 0, min(cut, CENSUS_BYTES))
         elif split is None:
-            # Copied into a buffer of its own: the chunk's buffer is reused by the next read.
-            tail = tail if tail is not None else bytearray(CENSUS_BYTES)
-            tail_length = min(cut, CENSUS_BYTES)
-            tail[:tail_length] = memoryview(buf)[cut - tail_length: cut]
+            tail.keep(buf, cut)
         line_no = yield from _select_in(buf, cut, line_no, prefilter.candidates(buf, 0, cut), dense)
         offset += cut
         if on_progress is not None:
             on_progress(offset)
     if split is not None:
-        line_no = yield from _select_split(handle.fileno(), split, line_no, dense, on_progress)
-        end = _tail_of(handle.fileno(), split.size)
-        census(end, 0, len(end))
-    elif tail is not None and tail_length:
-        census(tail, 0, tail_length)
+        assert prefilter is not None
+        summary = _worker_summary(split)
+        if summary is not None:
+            line_no = yield from _select_split(handle.fileno(), split, summary, line_no, dense, on_progress)
+            end = _tail_of(handle.fileno(), split.size)
+            census(end, 0, len(end))
+            return line_no
+        # The worker failed: read the rest here, exactly as if there had been none.
+        rest = LineChunks(cast(ReadsInto, handle), CHUNK_BYTES, MAX_LINE_BYTES, size_hint=remaining_bytes(handle))
+        for buf, cut in rest:
+            tail.keep(buf, cut)
+            line_no = yield from _select_in(buf, cut, line_no, prefilter.candidates(buf, 0, cut), dense)
+            offset += cut
+            if on_progress is not None:
+                on_progress(offset)
+    tail.sweep(census)
     return line_no
+
+
+class _Tail:
+    """The end of the latest chunk, copied (the chunk's buffer is reused by the next read), for the census
+    once the stream ends."""
+
+    def __init__(self) -> None:
+        self._data: bytearray | None = None
+        self._length = 0
+
+    def keep(self, buf: Buffer, cut: int) -> None:
+        if self._data is None:
+            self._data = bytearray(CENSUS_BYTES)
+        self._length = min(cut, CENSUS_BYTES)
+        self._data[: self._length] = memoryview(buf)[cut - self._length: cut]
+
+    def sweep(self, census: Census) -> None:
+        if self._data is not None and self._length:
+            census(self._data, 0, self._length)
+
+
+def _worker_summary(split: Split) -> PartSummary | None:
+    """The worker's summary, or None when it failed (killed for memory, say)."""
+    try:
+        return split.summary()
+    except Exception as error:  # any failure of the worker: this process can still read everything
+        LOG.warning("rootrank: the second process failed (%s); reading the rest of the file in this one", error)
+        return None
 
 
 def _tail_of(fd: int, size: int) -> bytes:
@@ -176,11 +211,10 @@ class _LineReader:
         return raw, position
 
 
-def _select_split(fd: int, split: Split, line_no: int, dense: Callable[[], bool],
+def _select_split(fd: int, split: Split, summary: PartSummary, line_no: int, dense: Callable[[], bool],
                   on_progress: Callable[[int], None] | None) -> Generator[tuple[int, str], None, int]:
     """The selected lines of [boundary, size), from the other process's numbered candidates; returns the
     number of physical lines of the whole file."""
-    summary = split.summary()
     reader = _LineReader(fd, split.size)
     base = line_no  # lines before the boundary
     pos = split.boundary
