@@ -44,7 +44,6 @@ _SHARED: SharedClaims | None = None
 class PartSummary:
     """What the worker found in [boundary, size)."""
 
-    candidates: int  # records: (absolute offset, 0-based line index within the part) pairs
     newlines: int  # newline bytes in the part
     ends_with_newline: bool
 
@@ -199,12 +198,12 @@ class SplitScan:
         self._segments = range(first, self.claims.count)
         self.boundary = self.claims.starts[first]
         found = [self.claims.found(k) for k in self._segments]
-        return PartSummary(candidates=sum(f[1] for f in found), newlines=sum(f[2] for f in found),
+        return PartSummary(newlines=sum(f[2] for f in found),
                            ends_with_newline=found[-1][3] if found else True)
 
-    def candidates(self, count: int) -> Iterator[tuple[int, int]]:
-        """The worker's (absolute offset, line index within the part) records, in file order."""
-        del count  # the summary's; each segment knows its own
+    def candidates(self) -> Iterator[tuple[int, int]]:
+        """The worker's (absolute offset, line index within the part) records, in file order (after
+        `summary`)."""
         lines_before = 0
         for segment in self._segments:
             records_at, records, newlines, _ends = self.claims.found(segment)

@@ -60,7 +60,7 @@ class Split(Protocol):
 
     def summary(self) -> PartSummary: ...
 
-    def candidates(self, count: int) -> Iterator[tuple[int, int]]: ...
+    def candidates(self) -> Iterator[tuple[int, int]]: ...
 
 
 def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], dense: Callable[[], bool],
@@ -219,7 +219,7 @@ def _select_split(fd: int, split: Split, summary: PartSummary, line_no: int, den
     base = line_no  # lines before the boundary
     pos = split.boundary
     number = base  # lines before pos
-    candidates = split.candidates(summary.candidates)
+    candidates = split.candidates()
     reported = pos
     while True:
         # Sequential lines while the pipeline wants every line (or the head of a tiny-lined file).
