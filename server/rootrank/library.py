@@ -16,14 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rootrank.model import Role, Severity
 from rootrank.regex_safety import backtracking_risk, literal_is_required
 
 LOG = logging.getLogger(__name__)
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9]*\.[a-z0-9]+(?:-[a-z0-9]+)*$")
 STACKS = frozenset(
     {"peft", "deepspeed", "fsdp", "transformers", "accelerate", "lightning", "megatron", "ddp", "compile", "ray",
@@ -180,11 +177,18 @@ def read_yaml_safely(path: Path) -> Any:
     if size > MAX_FILE_BYTES:
         raise ValueError(f"file is {size} bytes, more than {MAX_FILE_BYTES}")
     text = path.read_bytes().decode("utf-8")
+    # Imported here: with the parsed library cached, a diagnosis never needs YAML (15 ms of start-up).
+    import yaml
+
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     # Entries never need anchors; refusing them removes billion-laughs expansion entirely.
-    for event in yaml.parse(text, Loader=_Loader):
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise ValueError("YAML anchors and aliases are not allowed in entries")
-    return yaml.load(text, Loader=_Loader)
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise ValueError("YAML anchors and aliases are not allowed in entries")
+        return yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from exc
 
 
 def load_entry(path: Path, cache: LibraryCache | None = None) -> tuple[Entry | None, list[LoadProblem]]:
@@ -196,7 +200,7 @@ def load_entry(path: Path, cache: LibraryCache | None = None) -> tuple[Entry | N
             return entry, []
     try:
         data = read_yaml_safely(path)
-    except (yaml.YAMLError, ValueError, UnicodeDecodeError, OSError) as exc:
+    except (ValueError, UnicodeDecodeError, OSError) as exc:
         message = str(exc).replace("\n", " ")
         return None, [LoadProblem(path, "<file>", f"not a valid entry file: {message}")]
     checker = _EntryChecker(path, data)

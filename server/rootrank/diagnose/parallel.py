@@ -14,20 +14,22 @@ unavailable, or the file is small, everything stays in one process.
 
 from __future__ import annotations
 
-import mmap
-import multiprocessing
 import os
-import tempfile
 import threading
 from array import array
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rootrank.diagnose.prefilter import Prefilter
 from rootrank.diagnose.read import LineChunks
 from rootrank.diagnose.select import MAX_LINE_BYTES
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+# multiprocessing, concurrent.futures, mmap and tempfile are imported where a worker is started: most diagnoses (a
+# pasted selection, a small file) never start one, and the imports cost a fifth of start-up.
 
 MIN_PARALLEL_BYTES = 64 << 20
 SEGMENT_BYTES = 32 << 20
@@ -54,10 +56,14 @@ class SharedClaims:
     def __init__(self, starts: list[int]) -> None:
         self.starts = starts  # segment k is [starts[k], starts[k + 1]); segment 0 is this process's
         self.count = len(starts) - 1
+        import mmap
+
         self._memory = mmap.mmap(-1, 8 * (2 + _FIELDS * self.count))  # anonymous, shared with the child
         self._values = memoryview(self._memory).cast("q")
         self._values[0] = 1  # the next segment this process may claim
         self._values[1] = self.count - 1  # the next segment the worker may claim
+        import multiprocessing
+
         self._lock: Any = multiprocessing.get_context("fork").Lock()
 
     def claim_front(self) -> int | None:
@@ -172,9 +178,14 @@ class SplitScan:
         self.size = size
         self.claims = SharedClaims(_segment_starts(path, size, already_read))
         self.boundary = size  # where the worker's segments begin; known once both have stopped
+        import tempfile
+
         # Closed by close(): the file outlives this call, being written by the worker and read later.
         self._records = tempfile.TemporaryFile(prefix="rootrank-candidates-")  # noqa: SIM115
         _PREFILTER, _SHARED = prefilter, self.claims
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         context = multiprocessing.get_context("fork")
         self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
         self._future: Future[None] = self._pool.submit(_work, path, self._records.fileno())
@@ -241,4 +252,6 @@ def can_split(size: int | None) -> bool:
     # lock one of them held: only a single-threaded process forks.
     if threading.active_count() > 1:
         return False
+    import multiprocessing
+
     return "fork" in multiprocessing.get_all_start_methods()
