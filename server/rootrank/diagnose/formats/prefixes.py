@@ -76,7 +76,7 @@ def _dispatch() -> dict[str, tuple[PrefixFormat, ...]]:
 _BY_FIRST_CHAR = _dispatch()
 
 
-@dataclass
+@dataclass(slots=True)
 class Peeled:
     text: str
     rank: int | None = None
@@ -84,17 +84,16 @@ class Peeled:
     host: str | None = None
     time: float | None = None
     pid: int | None = None
-    formats: tuple[str, ...] = ()
 
 
 def peel(line: str, dialect: frozenset[str] = frozenset(), max_layers: int = 6) -> Peeled:
     """Remove the launcher/collector prefixes at the start of `line` and report what they said."""
-    out = Peeled(line)
-    used: list[str] = []
     text = line
+    rank = local_rank = pid = None
+    host: str | None = None
+    time: float | None = None
     for layer in range(max_layers):
-        candidates = _BY_FIRST_CHAR.get(text[:1], ())
-        for fmt in candidates:
+        for fmt in _BY_FIRST_CHAR.get(text[:1], ()):
             # "3: " and "host: " are only trusted at the very start: deeper, they are message text
             # ("torch.OutOfMemoryError: ...").
             if fmt.ambiguous and (layer > 0 or fmt.name not in dialect):
@@ -102,26 +101,24 @@ def peel(line: str, dialect: frozenset[str] = frozenset(), max_layers: int = 6) 
             m = fmt.regex.match(text)
             if not m or m.end() == 0:
                 continue
-            groups = m.groupdict()
-            if groups.get("rank") is not None and out.rank is None:
-                out.rank = int(groups["rank"])
-            if groups.get("local_rank") is not None and out.local_rank is None:
-                out.local_rank = int(groups["local_rank"])
-            if groups.get("host") and out.host is None:
-                out.host = groups["host"]
-            if groups.get("pid") and out.pid is None:
-                out.pid = int(groups["pid"])
-            stamp = groups.get("time") or groups.get("glog")
-            if stamp and out.time is None:
-                out.time = parse_time(stamp)
-            used.append(fmt.name)
+            groups = fmt.regex.groupindex  # only the captures this format has are looked at
+            if rank is None and "rank" in groups and m["rank"] is not None:
+                rank = int(m["rank"])
+            if local_rank is None and "local_rank" in groups and m["local_rank"] is not None:
+                local_rank = int(m["local_rank"])
+            if host is None and "host" in groups and m["host"]:
+                host = m["host"]
+            if pid is None and "pid" in groups and m["pid"]:
+                pid = int(m["pid"])
+            if time is None:
+                stamp = (m["time"] if "time" in groups else None) or (m["glog"] if "glog" in groups else None)
+                if stamp:
+                    time = parse_time(stamp)
             text = text[m.end():]
             break
         else:
             break
-    out.text = text
-    out.formats = tuple(used)
-    return out
+    return Peeled(text, rank, local_rank, host, time, pid)
 
 
 class Dialect:
