@@ -115,6 +115,22 @@ def test_30mb_single_line_in_bounded_memory(tmp_path: Path) -> None:
     assert finds_rank2(data), data.get("root_cause")
 
 
+def test_many_long_failure_lines_in_bounded_memory(tmp_path: Path) -> None:
+    # A thousand 60 KB lines that all match an entry, from 128 ranks: the evidence kept per rank must not
+    # hold the whole lines (they would be 120 MB as text and raw).
+    path = tmp_path / "long-lines.log"
+    tail = bytes(range(97, 123)) * (60_000 // 26)
+    with open(path, "wb") as handle:
+        for i in range(1000):
+            handle.write(b"[rank%d]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %d.00 MiB. %s\n"
+                         % (i % 128, i, tail))
+    run = diagnose(path)
+    data = assert_well_behaved(run)
+    assert data["root_cause"]["rule"] == "memory.cuda-oom"
+    assert run.max_rss_mib < 100, f"peak RSS {run.max_rss_mib:.0f} MiB"
+    assert all(len(e["text"]) <= 2000 for e in data["root_cause"]["evidence"])
+
+
 def test_30mb_single_line_on_stdin(tmp_path: Path) -> None:
     path = tmp_path / "one-line.log"
     path.write_bytes(bytes(range(32, 127)) * (30_000_000 // 95))

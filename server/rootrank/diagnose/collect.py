@@ -17,6 +17,8 @@ from rootrank.library import Entry, Library
 from rootrank.model import Event, LogLine, Role, Severity
 
 KEEP_PER_RANK_AND_RULE = 8
+KEPT_LINE_CHARS = 4096  # of an event's line (evidence shows at most 2000)
+KEPT_FIELD_CHARS = 1000  # of a captured field (they fill fix texts and messages)
 # The collective a traceback was waiting in, from its c10d frame: `distributed_c10d.py", line 3151, in broadcast`.
 _C10D_FRAME = re.compile(r'distributed_c10d\.py", line \d+, in (?P<op>[a-z_]+)')
 _C10D_SKIP = {"wrapper", "wait", "_wait", "barrier_wrapper"}
@@ -87,6 +89,10 @@ class EventCollector:
             rank = int(fields["rank"])
         if rank is not None and rank != line.rank:
             line = _with_rank(line, rank)
+        if len(line.raw) > KEPT_LINE_CHARS or len(line.text) > KEPT_LINE_CHARS:
+            line = _shortened(line)
+        if any(len(value) > KEPT_FIELD_CHARS for value in fields.values()):
+            fields = {k: v[:KEPT_FIELD_CHARS] for k, v in fields.items()}
         if line.block in self._block_op and "optype" not in fields and entry.role is Role.SYMPTOM:
             fields = {**fields, "optype": self._block_op[line.block]}
         event = Event(rule=entry.id, role=entry.role, severity=entry.severity, line=line, fields=fields,
@@ -116,6 +122,14 @@ class EventCollector:
             self._blocks[unit] = event
             self._block_index[unit] = len(self.out.units)
             self.out.units.append(event)
+
+
+def _shortened(line: LogLine) -> LogLine:
+    # Kept events are few (KEEP_PER_RANK_AND_RULE per rank and entry), but a line can be megabytes long:
+    # evidence shows its first 2000 characters, so memory stays bounded however long the lines are.
+    return LogLine(number=line.number, text=line.text[:KEPT_LINE_CHARS], raw=line.raw[:KEPT_LINE_CHARS],
+                   source=line.source, rank=line.rank, local_rank=line.local_rank, host=line.host, time=line.time,
+                   pid=line.pid, block=line.block, quoted=line.quoted)
 
 
 def _with_rank(line: LogLine, rank: int) -> LogLine:

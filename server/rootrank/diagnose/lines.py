@@ -18,6 +18,7 @@ from rootrank.diagnose.tracebacks import TracebackGrouper
 from rootrank.model import LogLine
 
 TEXT_MEMO_SIZE = 1 << 14  # distinct texts remembered; cleared when full, so memory stays bounded
+TEXT_MEMO_CHARS = 1024  # longer texts are not remembered: at most a few MiB in all
 
 
 class LineScanner:
@@ -65,9 +66,11 @@ class LineScanner:
             stream_rank = rank
             facts = text_facts.get(text)
             if facts is None:
-                if len(text_facts) >= TEXT_MEMO_SIZE:
-                    text_facts.clear()
-                facts = text_facts[text] = (rank_in_message(text), find_time(text))
+                facts = (rank_in_message(text), find_time(text))
+                if len(text) <= TEXT_MEMO_CHARS:
+                    if len(text_facts) >= TEXT_MEMO_SIZE:
+                        text_facts.clear()
+                    text_facts[text] = facts
             if rank is None:
                 rank = facts[0]
             time = peeled.time if peeled.time is not None else facts[1]

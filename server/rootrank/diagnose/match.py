@@ -14,6 +14,7 @@ from collections import defaultdict
 from rootrank.library import Library, LogPattern
 
 MEMO_SIZE = 1 << 14  # distinct texts remembered; cleared when full, so memory stays bounded
+MEMO_TEXT_CHARS = 1024  # longer texts are rare and seldom repeat: not remembered (a few MiB at most)
 
 
 class Matcher:
@@ -58,6 +59,8 @@ class Matcher:
         between the lines of the same text: never to be changed in place)."""
         # The ranks of a big job print the same lines (traceback frames, launcher reports, the same
         # warning): after prefix peeling most texts of a failure cascade have been matched before.
+        if len(text) > MEMO_TEXT_CHARS:
+            return self._match(text)
         cached = self._memo.get(text)
         if cached is not None:
             return cached

@@ -76,6 +76,7 @@ def compute(
 # of a big file's time to diagnostics. Bounded: cleared when full.
 _CONVERTED: dict[tuple[object, ...], types.Diagnostic] = {}
 MAX_CONVERTED = 4096
+MAX_CONVERTED_LINE_CHARS = 4096
 
 
 def _diagnostic(finding: Finding, lines: Lines, version: int | None, severity: str | None,
@@ -84,17 +85,18 @@ def _diagnostic(finding: Finding, lines: Lines, version: int | None, severity: s
                *(n for fix in finding.fixes for edit in fix.edits for n in (edit.line, edit.end_line))}
     last = max(touched)
     # Positions depend on the text of the lines they fall on, or, past the end, on the last line.
-    key = (finding, lines.encoding, severity, noqa,
-           tuple(lines.line(n - 1) for n in sorted(touched)),
+    texts = tuple(lines.line(n - 1) for n in sorted(touched))
+    key = (finding, lines.encoding, severity, noqa, texts,
            lines.line(len(lines) - 1) if last > len(lines) else None, len(lines) if last > len(lines) else 0)
     converted = _CONVERTED.get(key)
     if converted is None:
         edit = noqa_edit(lines, finding.line - 1, finding.rule) if noqa else None
         converted = finding_to_diagnostic(finding, lines, version=None, severity=severity,
                                           href=engine.docs_uri(finding.rule), noqa=edit)
-        if len(_CONVERTED) >= MAX_CONVERTED:
-            _CONVERTED.clear()
-        _CONVERTED[key] = converted
+        if sum(map(len, texts)) <= MAX_CONVERTED_LINE_CHARS:  # a minified line is not kept
+            if len(_CONVERTED) >= MAX_CONVERTED:
+                _CONVERTED.clear()
+            _CONVERTED[key] = converted
     data = converted.data if isinstance(converted.data, dict) else {}
     return types.Diagnostic(range=converted.range, message=converted.message, severity=converted.severity,
                             code=converted.code, code_description=converted.code_description,
