@@ -54,16 +54,15 @@ class SharedClaims:
     """Which segment each process takes next, and what the worker found in each; shared across fork."""
 
     def __init__(self, starts: list[int]) -> None:
+        import mmap
+        import multiprocessing
+
         self.starts = starts  # segment k is [starts[k], starts[k + 1]); segment 0 is this process's
         self.count = len(starts) - 1
-        import mmap
-
         self._memory = mmap.mmap(-1, 8 * (2 + _FIELDS * self.count))  # anonymous, shared with the child
         self._values = memoryview(self._memory).cast("q")
         self._values[0] = 1  # the next segment this process may claim
         self._values[1] = self.count - 1  # the next segment the worker may claim
-        import multiprocessing
-
         self._lock: Any = multiprocessing.get_context("fork").Lock()
 
     def claim_front(self) -> int | None:
@@ -174,18 +173,17 @@ class SplitScan:
     """The worker for one file, and the claims this process makes as it reads."""
 
     def __init__(self, path: str, size: int, prefilter: Prefilter, already_read: int = 0) -> None:
+        import multiprocessing
+        import tempfile
+        from concurrent.futures import ProcessPoolExecutor
+
         global _PREFILTER, _SHARED
         self.size = size
         self.claims = SharedClaims(_segment_starts(path, size, already_read))
         self.boundary = size  # where the worker's segments begin; known once both have stopped
-        import tempfile
-
         # Closed by close(): the file outlives this call, being written by the worker and read later.
         self._records = tempfile.TemporaryFile(prefix="rootrank-candidates-")  # noqa: SIM115
         _PREFILTER, _SHARED = prefilter, self.claims
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         context = multiprocessing.get_context("fork")
         self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
         self._future: Future[None] = self._pool.submit(_work, path, self._records.fileno())
