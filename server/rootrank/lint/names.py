@@ -47,17 +47,14 @@ class ImportTable:
 
     def qualified(self, expr: ast.expr) -> str | None:
         """The qualified name of a Name/Attribute chain whose root was imported, else None."""
-        parts: list[str] = []
-        while isinstance(expr, ast.Attribute):
-            parts.append(expr.attr)
-            expr = expr.value
-        if not isinstance(expr, ast.Name):
+        spelled = dotted(expr)
+        if spelled is None:
             return None
-        root = self.bindings.get(expr.id)
+        head, dot, rest = spelled.partition(".")
+        root = self.bindings.get(head)
         if root is None:
             return None
-        parts.append(root)
-        return ".".join(reversed(parts))
+        return root + dot + rest
 
 
 def dotted(expr: ast.expr) -> str | None:
