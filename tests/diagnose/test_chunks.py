@@ -121,3 +121,19 @@ def test_remaining_bytes(tmp_path: Path) -> None:
     assert remaining_bytes(stream) == 3
     stream.write(b"more")  # still writable: the buffer view was released
     assert remaining_bytes(Trickle(b"abc", 1)) is None
+
+
+def test_text_memo_is_bounded_and_skips_long_texts() -> None:
+    from rootrank.diagnose.memo import TextMemo
+
+    calls: list[str] = []
+    memo = TextMemo(lambda text: calls.append(text) or len(text), size=3, max_chars=10)
+    assert [memo("a"), memo("a"), memo("bb")] == [1, 1, 2]
+    assert calls == ["a", "bb"]  # the repeat was remembered
+    memo("c")
+    memo("d")  # full: forgotten, then remembered again
+    memo("a")
+    assert calls == ["a", "bb", "c", "d", "a"]
+    memo("x" * 11)
+    memo("x" * 11)
+    assert calls[-2:] == ["x" * 11, "x" * 11]  # too long to remember

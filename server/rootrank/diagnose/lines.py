@@ -13,12 +13,15 @@ from rootrank.diagnose.formats.paths import ranks_from_path
 from rootrank.diagnose.formats.prefixes import Dialect, peel
 from rootrank.diagnose.formats.timestamps import find_time
 from rootrank.diagnose.launcher import LauncherParser, agent_of
+from rootrank.diagnose.memo import TextMemo
 from rootrank.diagnose.normalize import iter_logical_numbered
 from rootrank.diagnose.tracebacks import TracebackGrouper
 from rootrank.model import LogLine
 
-TEXT_MEMO_SIZE = 1 << 14  # distinct texts remembered; cleared when full, so memory stays bounded
-TEXT_MEMO_CHARS = 1024  # longer texts are not remembered: at most a few MiB in all
+
+def _facts(text: str) -> tuple[int | None, float | None]:
+    """What a text says by itself: a rank it names, a time stamp near its start."""
+    return rank_in_message(text), find_time(text)
 
 
 class LineScanner:
@@ -29,7 +32,7 @@ class LineScanner:
         self.tracebacks = TracebackGrouper()
         self.follow_until = 0  # line number up to which a multi-line message's continuation may come
         self._last_number = 0
-        self._text_facts: dict[str, tuple[int | None, float | None]] = {}
+        self._text_facts = TextMemo(_facts)
 
     @property
     def wants_every_line(self) -> bool:
@@ -53,8 +56,6 @@ class LineScanner:
             yield from buffered
             yield from logical
 
-        # The ranks of a big job print the same texts once their prefixes are peeled: what a text says
-        # by itself (a rank it names, a time stamp) is worked out once.
         text_facts = self._text_facts
         for number, raw in all_items():
             self._last_number = number
@@ -64,13 +65,7 @@ class LineScanner:
             local_rank = peeled.local_rank if peeled.local_rank is not None else path_local
             host = peeled.host or path_host
             stream_rank = rank
-            facts = text_facts.get(text)
-            if facts is None:
-                facts = (rank_in_message(text), find_time(text))
-                if len(text) <= TEXT_MEMO_CHARS:
-                    if len(text_facts) >= TEXT_MEMO_SIZE:
-                        text_facts.clear()
-                    text_facts[text] = facts
+            facts = text_facts(text)
             if rank is None:
                 rank = facts[0]
             time = peeled.time if peeled.time is not None else facts[1]

@@ -11,10 +11,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from rootrank.diagnose.memo import TextMemo
 from rootrank.library import Library, LogPattern
-
-MEMO_SIZE = 1 << 14  # distinct texts remembered; cleared when full, so memory stays bounded
-MEMO_TEXT_CHARS = 1024  # longer texts are rare and seldom repeat: not remembered (a few MiB at most)
 
 
 class Matcher:
@@ -34,7 +32,7 @@ class Matcher:
         self._anchor_regex: re.Pattern[str] | None = None
         self._literals_at: dict[str, frozenset[str]] = {}
         self._indexed = False
-        self._memo: dict[str, list[tuple[LogPattern, dict[str, str]]]] = {}
+        self._memo = TextMemo(self._match)
         if anchors is not None:
             self.use_anchors(anchors)
 
@@ -57,17 +55,7 @@ class Matcher:
     def match(self, text: str) -> list[tuple[LogPattern, dict[str, str]]]:
         """The first matching pattern of each entry, for one line, with the fields it captured (shared
         between the lines of the same text: never to be changed in place)."""
-        # The ranks of a big job print the same lines (traceback frames, launcher reports, the same
-        # warning): after prefix peeling most texts of a failure cascade have been matched before.
-        if len(text) > MEMO_TEXT_CHARS:
-            return self._match(text)
-        cached = self._memo.get(text)
-        if cached is not None:
-            return cached
-        if len(self._memo) >= MEMO_SIZE:
-            self._memo.clear()
-        found = self._memo[text] = self._match(text)
-        return found
+        return self._memo(text)
 
     def _match(self, text: str) -> list[tuple[LogPattern, dict[str, str]]]:
         if not self._indexed:
