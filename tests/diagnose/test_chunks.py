@@ -137,3 +137,28 @@ def test_text_memo_is_bounded_and_skips_long_texts() -> None:
     memo("x" * 11)
     memo("x" * 11)
     assert calls[-2:] == ["x" * 11, "x" * 11]  # too long to remember
+
+
+@settings(max_examples=40, deadline=None)
+@given(lines=st.lists(st.binary(min_size=0, max_size=30).map(lambda b: b.replace(b"\n", b"")), min_size=1,
+                      max_size=80),
+       chunk=st.integers(8, 90))
+def test_the_census_tail_of_a_stream_is_the_tail_of_the_file(lines: list[bytes], chunk: int,
+                                                             tmp_path_factory: pytest.TempPathFactory) -> None:
+    # One process keeps the end of what it read; two processes read the end of the file: same bytes.
+    data = b"\n".join(lines) + b"\n"
+    path = tmp_path_factory.mktemp("tail") / "log"
+    path.write_bytes(data)
+    original = select_mod.CENSUS_BYTES
+    select_mod.CENSUS_BYTES = 64
+    try:
+        tail = select_mod._Tail()
+        for buf, cut in LineChunks(io.BytesIO(data), chunk, 1 << 20):
+            tail.keep(buf, cut)
+        swept: list[bytes] = []
+        tail.sweep(lambda buf, start, end: swept.append(bytes(buf[start:end])))
+        with open(path, "rb") as handle:
+            expected = select_mod._tail_of(handle.fileno(), len(data))
+    finally:
+        select_mod.CENSUS_BYTES = original
+    assert b"".join(swept) == expected

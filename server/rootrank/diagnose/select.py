@@ -75,62 +75,73 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
     of the file: this one then reads up to its boundary only, and afterwards just the selected lines of
     the rest, found and numbered by the other process with the same prefilter.
     """
-    line_no = 0  # physical lines before buf[0]
-    offset = 0
-    prefilter: Prefilter | None = None
-    split: Split | None = None
     chunks = LineChunks(cast(ReadsInto, handle), CHUNK_BYTES, MAX_LINE_BYTES, size_hint=remaining_bytes(handle))
-    tail = _Tail()
-    for buf, cut in chunks:
-        if prefilter is None:
-            prefilter = prefilter_for(_sample(buf, cut))
-            split = split_for(prefilter, chunks.read) if split_for is not None else None
-            if split is not None:
-                chunks.limit, chunks.extend = split.first_limit, split.claim
-            census(buf, 0, min(cut, CENSUS_BYTES))
-        elif split is None:
+    pieces = iter(chunks)
+    first = next(pieces, None)
+    if first is None:
+        return 0
+    buf, cut = first
+    prefilter = prefilter_for(_sample(buf, cut))
+    split = split_for(prefilter, chunks.read) if split_for is not None else None
+    if split is not None:
+        chunks.limit, chunks.extend = split.first_limit, split.claim
+    census(buf, 0, min(cut, CENSUS_BYTES))
+    line_no = yield from _select_in(buf, cut, 0, prefilter.candidates(buf, 0, cut), dense)
+    if on_progress is not None:
+        on_progress(cut)
+    # With a worker, the census of the end reads the file's last bytes; without, the last chunk's.
+    tail = _Tail() if split is None else None
+    line_no, offset = yield from _select_chunks(pieces, prefilter, line_no, cut, dense, on_progress, tail)
+    if split is None:
+        assert tail is not None
+        tail.sweep(census)
+        return line_no
+    summary = _worker_summary(split)
+    if summary is not None:
+        line_no = yield from _select_split(handle.fileno(), split, summary, line_no, dense, on_progress)
+    else:
+        # The worker failed: read the rest here, exactly as if there had been none.
+        rest = LineChunks(cast(ReadsInto, handle), CHUNK_BYTES, MAX_LINE_BYTES, size_hint=remaining_bytes(handle))
+        line_no, offset = yield from _select_chunks(iter(rest), prefilter, line_no, offset, dense, on_progress, None)
+    end = _tail_of(handle.fileno(), split.size)
+    census(end, 0, len(end))
+    return line_no
+
+
+def _select_chunks(pieces: Iterator[tuple[bytearray, int]], prefilter: Prefilter, line_no: int, offset: int,
+                   dense: Callable[[], bool], on_progress: Callable[[int], None] | None, tail: _Tail | None,
+                   ) -> Generator[tuple[int, str], None, tuple[int, int]]:
+    """The selected lines of the chunks read here; returns (lines counted, bytes read) so far."""
+    for buf, cut in pieces:
+        if tail is not None:
             tail.keep(buf, cut)
         line_no = yield from _select_in(buf, cut, line_no, prefilter.candidates(buf, 0, cut), dense)
         offset += cut
         if on_progress is not None:
             on_progress(offset)
-    if split is not None:
-        assert prefilter is not None
-        summary = _worker_summary(split)
-        if summary is not None:
-            line_no = yield from _select_split(handle.fileno(), split, summary, line_no, dense, on_progress)
-            end = _tail_of(handle.fileno(), split.size)
-            census(end, 0, len(end))
-            return line_no
-        # The worker failed: read the rest here, exactly as if there had been none.
-        rest = LineChunks(cast(ReadsInto, handle), CHUNK_BYTES, MAX_LINE_BYTES, size_hint=remaining_bytes(handle))
-        for buf, cut in rest:
-            tail.keep(buf, cut)
-            line_no = yield from _select_in(buf, cut, line_no, prefilter.candidates(buf, 0, cut), dense)
-            offset += cut
-            if on_progress is not None:
-                on_progress(offset)
-    tail.sweep(census)
-    return line_no
+    return line_no, offset
 
 
 class _Tail:
-    """The end of the latest chunk, copied (the chunk's buffer is reused by the next read), for the census
-    once the stream ends."""
+    """The last CENSUS_BYTES of a stream, from its first whole line, for the census once the stream ends
+    (copied: a chunk's buffer is reused by the next read). The same bytes `_tail_of` reads from a file."""
 
     def __init__(self) -> None:
-        self._data: bytearray | None = None
-        self._length = 0
+        self._data = bytearray()
+        self._cut_before = False  # bytes before the kept ones were dropped: the first line may be partial
 
     def keep(self, buf: Buffer, cut: int) -> None:
-        if self._data is None:
-            self._data = bytearray(CENSUS_BYTES)
-        self._length = min(cut, CENSUS_BYTES)
-        self._data[: self._length] = memoryview(buf)[cut - self._length: cut]
+        piece = memoryview(buf)[max(0, cut - CENSUS_BYTES): cut]
+        drop = max(0, len(self._data) + len(piece) - CENSUS_BYTES)
+        if drop or cut > len(piece):
+            self._cut_before = True
+        del self._data[:drop]
+        self._data += piece
 
     def sweep(self, census: Census) -> None:
-        if self._data is not None and self._length:
-            census(self._data, 0, self._length)
+        start = self._data.find(b"\n") + 1 if self._cut_before else 0
+        if start < len(self._data):
+            census(self._data, start, len(self._data))
 
 
 def _worker_summary(split: Split) -> PartSummary | None:
