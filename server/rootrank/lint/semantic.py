@@ -109,9 +109,8 @@ class Semantic:
     calls: list[CallSite] = field(default_factory=list)
     assigns: list[AssignSite] = field(default_factory=list)
     memo: dict[str, Any] = field(default_factory=dict)  # answers several rules share (e.g. what is compiled)
-    # Several rules resolve the same nodes: by id, valid while this Semantic (which holds the nodes) lives.
+    # Several rules resolve the same names: by node id, valid while this Semantic (holding the nodes) lives.
     _qualified: dict[int, str | None] = field(default_factory=dict, repr=False)
-    _callees: dict[int, tuple[str | None, tuple[ast.keyword, ...]]] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ names and values
 
@@ -184,16 +183,10 @@ class Semantic:
 
     def resolve_call(self, call: ast.Call) -> tuple[str | None, tuple[ast.keyword, ...]]:
         """The qualified callee of a call and the keywords a `functools.partial` alias preset."""
-        key = id(call)
-        found = self._callees.get(key)
-        if found is None:
-            spelled = dotted(call.func)
-            if spelled is not None and spelled in self.partials:
-                found = self.partials[spelled]
-            else:
-                found = (self.qualified(call.func), ())
-            self._callees[key] = found
-        return found
+        spelled = dotted(call.func)
+        if spelled is not None and spelled in self.partials:
+            return self.partials[spelled]
+        return self.qualified(call.func), ()
 
     @functools.cached_property
     def checkpoints(self) -> list[CheckpointSite]:
