@@ -15,6 +15,12 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv || exit 2
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]" || exit 2
+# Heavy libraries of the users' own environments, for the tests that run them for real (tests/heavy.py):
+# the CPU build of torch (on disk here), and the extras in requirements-test-heavy.txt. Never package deps.
+if [ "${ROOTRANK_SKIP_HEAVY:-0}" != "1" ]; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check "torch==2.13.0" -r requirements-test-heavy.txt \
+    || { echo "installing the heavy test libraries failed"; exit 2; }
+fi
 
 echo "== ruff and mypy"
 .venv/bin/ruff check -q server tests || status=1
