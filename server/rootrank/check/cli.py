@@ -18,9 +18,9 @@ from typing import Any
 
 from rootrank import __version__
 from rootrank.check import CONFIG_SUFFIXES, CheckOptions, check_source
-from rootrank.check.fixes import apply_fixes
+from rootrank.check.fixes import apply_fixes, ordered_fixes, preferred
 from rootrank.check.options import matches
-from rootrank.model import Finding, Fix, plain
+from rootrank.model import Applicability, Finding, Fix, plain
 
 LOG = logging.getLogger(__name__)
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -208,7 +208,14 @@ def _summary(results: Results, fix: bool, unsafe_fixes: bool) -> None:
 
 
 def format_text(results: Results) -> str:
-    return "".join(f"{f.path}:{f.line}:{f.column}: {f.rule} {f.message}\n" for f in results.findings)
+    """`path:line:col: id message`, and the preferred fix as ruff shows it: `[*]` when `--fix` applies it,
+    `[unsafe fix]` when only `--fix --unsafe-fixes` does."""
+    lines = []
+    for f in results.findings:
+        fix = preferred(f)
+        mark = "" if fix is None else (" [*]" if fix.applicability is Applicability.SAFE else " [unsafe fix]")
+        lines.append(f"{f.path}:{f.line}:{f.column}: {f.rule}{mark} {f.message}\n")
+    return "".join(lines)
 
 
 def finding_to_json(finding: Finding) -> dict[str, Any]:
@@ -216,10 +223,13 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
         "rule": finding.rule, "severity": finding.severity.value, "path": finding.path,
         "line": finding.line, "column": finding.column, "end_line": finding.end_line,
         "end_column": finding.end_column, "message": finding.message,
-        "fix": _fix_to_json(finding.fix) if finding.fix else None,
+        # One fix model for every output (check/fixes.py): `fix` is the preferred fix, the one `--fix`
+        # (safe) or `--fix --unsafe-fixes` applies; `fixes` lists all of them, preferred first.
+        "fix": _fix_to_json(first) if (first := preferred(finding)) is not None else None,
+        "fixes": [_fix_to_json(f) for f in ordered_fixes(finding)],
     }
     if len(finding.fixes) > 1:
-        data["alternative_fixes"] = [_fix_to_json(f) for f in finding.fixes[1:]]
+        data["alternative_fixes"] = [_fix_to_json(f) for f in ordered_fixes(finding)[1:]]
     return data
 
 
@@ -257,7 +267,7 @@ def format_sarif(results: Results) -> str:
                 "artifactChanges": [{"artifactLocation": {"uri": uri}, "replacements": [
                     {"deletedRegion": _region(e.line, e.column, e.end_line, e.end_column),
                      "insertedContent": {"text": e.text}} for e in fix.edits]}],
-            } for fix in finding.fixes]
+            } for fix in ordered_fixes(finding)]
         sarif_results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",

@@ -29,7 +29,7 @@ from rootrank.model import Applicability, Severity
 RULE = "checkpoint.reentrant-ddp"
 
 
-@rule(RULE, Severity.ERROR)
+@rule(RULE, Severity.ERROR, caused_by="reentrant")
 def reentrant_ddp(semantic: Semantic) -> Iterator[Violation]:
     ddp_calls = list(semantic.calls_to(*DDP))
     hf_unused = [s for s in semantic.training_arguments()

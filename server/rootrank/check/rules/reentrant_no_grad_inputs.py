@@ -38,7 +38,7 @@ RULE = "checkpoint.reentrant-no-grad-inputs"
 _EMBEDDING_WORDS = ("emb", "wte", "wpe", "tok_")
 
 
-@rule(RULE, Severity.WARNING)
+@rule(RULE, Severity.WARNING, caused_by="reentrant")
 def reentrant_no_grad_inputs(semantic: Semantic) -> Iterator[Violation]:
     if _inputs_made_trainable(semantic):
         return
