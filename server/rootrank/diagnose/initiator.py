@@ -48,22 +48,31 @@ class InitiatorFinder:
 
     @staticmethod
     def _agent_of(event: Event) -> str | None:
-        return agent_of(event.line.host, event.line.pid)
+        return agent_of(event.line.host, event.line.pid, event.line.source)
+
+    def _local_to_global(self, event: Event, local: int) -> int | None:
+        """An agent line's local rank as a global rank: through the agent that printed it, else the
+        one agent of the same file, else the one answer all agents agree on."""
+        launcher = self.launcher
+        rank = self.global_rank(self._agent_of(event), local)
+        if rank is not None or len(launcher.agents) <= 1:
+            return rank
+        same_file = [a for a, files in launcher.sources.items() if event.line.source in files]
+        if len(same_file) == 1:
+            rank = self.global_rank(same_file[0], local)
+            if rank is not None:
+                return rank
+        ranks = {self.global_rank(a, local) for a in launcher.agents} - {None}
+        return ranks.pop() if len(ranks) == 1 else None
 
     def _event_rank(self, event: Event) -> int | None:
         if event.rank is not None:
             return event.rank
         local = event.fields.get("local_rank")
         if local is not None and local.isdigit():
-            agent = self._agent_of(event)
-            rank = self.global_rank(agent, int(local))
-            if rank is None and len(self.launcher.agents) > 1:
-                # The agent line itself may not carry the agent (no prefix); try every agent's table.
-                ranks = {self.global_rank(a, int(local)) for a in self.launcher.agents} - {None}
-                rank = ranks.pop() if len(ranks) == 1 else None
-            return rank
+            return self._local_to_global(event, int(local))
         if event.line.local_rank is not None:
-            return self.global_rank(event.line.host, event.line.local_rank)
+            return self._local_to_global(event, event.line.local_rank)
         return None
 
     def _survivor_ranks(self) -> set[int]:
@@ -165,23 +174,47 @@ class InitiatorFinder:
                                 f" (line {event.line.number}: {event.line.text.strip()[:160]})"])
 
     def _rank_from_launcher(self) -> tuple[int | None, str]:
-        first = self.launcher.first_failure()
-        if first is not None and first.local_rank is not None and first.exitcode is not None and first.exitcode > 0:
-            rank = self.global_rank(first.agent, first.local_rank)
-            if rank is not None:
-                where = f" on {first.agent}" if first.agent and not first.agent.startswith("pid ") else ""
-                return rank, (f"the launcher{where} saw local rank {first.local_rank} (global rank {rank}) exit "
-                              f"first with code {first.exitcode}")
+        """The rank the launchers' accounts point at, fused over every agent (one per node): a child
+        that exited with an error code and did not itself suffer a peer's loss (a rank that exits 1
+        after `Connection closed by peer` is collateral whatever its agent's table says)."""
+        suffering = self._suffering()
+        found: list[tuple[int, str]] = []
+        for first in self.launcher.first_failures():
+            if first.local_rank is None or first.exitcode is None or first.exitcode <= 0:
+                continue
+            rank, mapped = self.launcher.global_rank_how(first.agent, first.local_rank)
+            if rank is None or rank in suffering:
+                continue
+            where = f" on {first.agent}" if first.agent and not first.agent.startswith(("pid ", "file ")) else ""
+            assumed = " (single node assumed)" if mapped == "single node assumed" else ""
+            found.append((rank, f"the launcher{where} saw local rank {first.local_rank} (global rank {rank}{assumed}) "
+                                f"exit first with code {first.exitcode}"))
+        if len({r for r, _ in found}) == 1:
+            return found[0]
         ranks = {e.rank for e in self.launcher.exits if e.exitcode is not None and e.exitcode > 0 and e.rank is not None}
+        ranks -= suffering
         if len(ranks) == 1:
             only = ranks.pop()
             return only, f"rank {only} is the only child that exited with an error code"
         return None, ""
 
+    def _suffering(self) -> set[int]:
+        """Ranks that printed what they suffered (a lost peer, a timeout)."""
+        out: set[int] = set()
+        for u in self.col.units:
+            if u.role is Role.SYMPTOM and not u.line.quoted:
+                rank = self._event_rank(u)
+                if rank is not None:
+                    out.add(rank)
+        return out
+
     def _launcher_first_exit(self, verdict: Verdict, ranked: dict[int, Event]) -> None:
         """A child that exited first, printed nothing, while the rank we see failing was still alive."""
-        first = self.launcher.first_failure()
-        if first is None or first.local_rank is None or first.exitcode is None or first.exitcode <= 0:
+        firsts = self.launcher.first_failures()
+        if len(firsts) != 1:
+            return  # several nodes: each agent saw only its own children exit, in no common order
+        first = firsts[0]
+        if first.local_rank is None or first.exitcode is None or first.exitcode <= 0:
             return
         rank = self.global_rank(first.agent, first.local_rank)
         if rank is None or rank == verdict.rank or rank in self.col.ranks_seen or rank in ranked:
