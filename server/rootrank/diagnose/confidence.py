@@ -11,12 +11,11 @@ them apart.
 from __future__ import annotations
 
 from rootrank.diagnose.collect import Collected, is_error_cause
-from rootrank.diagnose.initiator import InitiatorFinder, Verdict
+from rootrank.diagnose.initiator import InitiatorFinder, Verdict, is_launcher_report
 from rootrank.library import Library
 from rootrank.model import Confidence, Hypothesis, Role, Severity, Sureness
 
 GENERIC_PRIORITY = 10  # fallback entries (uncaught exception, child failed) name the failure loosely
-_LAUNCHER_PATTERNS = ("elastic-", "spawn-", "calledprocesserror")
 
 # One read-only command per kind of question, the first whose rule prefix fits.
 _TELL_APART = (
@@ -61,7 +60,7 @@ class Assessor:
                                       f"not printed by the failing rank")
         if cause.role is Role.SYMPTOM:
             return Sureness("medium", "only what the ranks suffered is in the log")
-        if cause.line.quoted or cause.pattern.startswith(_LAUNCHER_PATTERNS):
+        if is_launcher_report(cause):
             return Sureness("medium", "known only from the launcher's account of the exit, not from the "
                                       "process's own output")
         if entry is not None and entry.priority <= GENERIC_PRIORITY:
@@ -104,6 +103,8 @@ class Assessor:
                                       "from the log looks the same")
         if how == "behind in sequence numbers":
             return Sureness("medium", "the rank that completed the fewest collectives")
+        if how == "launcher exit of the process that printed it":
+            return Sureness("medium", "the message had no rank prefix; the launcher's exit line gave the rank")
         if how == "launcher exit" or how == "launcher exit order":
             return Sureness("low" if "single node assumed" in " ".join(verdict.reasons) else "medium",
                             "only the launcher's account of which child exited first")

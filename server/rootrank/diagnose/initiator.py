@@ -10,6 +10,7 @@ it is second-resolution and often names a victim. When nothing decides, the cand
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -23,6 +24,18 @@ TIMEOUT_RULE = "distributed.collective-timeout"
 HOST_KILL_RULE = "memory.host-oom-kill"
 SIGNAL_RULE = "process.killed-signal"
 CAUSE_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"}
+NAN_RULE = "numerics.nan-loss"
+AMP_WARMUP_STEPS = 16  # GradScaler halves 65536 at most 16 times before the scale reaches 1
+_FINITE_LOSS = re.compile(r"\bloss'?\"?\s?[:=]?\s?(?P<value>-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
+
+
+def _finite_loss(text: str) -> bool:
+    """Whether the line logs a finite loss value next to the non-finite gradient norm."""
+    return _FINITE_LOSS.search(text) is not None
+
+
+# Pattern names of launcher lines about a child (torchrun, spawn, DeepSpeed, old launch), by convention.
+LAUNCHER_PATTERN_PREFIXES = ("elastic-", "spawn-", "deepspeed-minus", "calledprocesserror")
 
 
 @dataclass
@@ -40,6 +53,7 @@ class InitiatorFinder:
     def __init__(self, collected: Collected, launcher: LauncherReport) -> None:
         self.col = collected
         self.launcher = launcher
+        self._warmup: bool | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -89,7 +103,7 @@ class InitiatorFinder:
     # ------------------------------------------------------------------ decision
 
     def decide(self) -> Verdict:
-        units = [u for u in self.col.units if not u.line.quoted]
+        units = [u for u in self.col.units if not u.line.quoted and not self._amp_warmup(u)]
         causes = [u for u in units if is_error_cause(u)]
         if not causes:
             causes = [u for u in self.col.units if u.line.quoted and is_error_cause(u)]
@@ -123,6 +137,9 @@ class InitiatorFinder:
         consensus = self._peer_consensus(causes)
         if consensus is not None:
             return consensus
+        explained = self._own_output_of_exit(causes, ranked)
+        if explained is not None:
+            return explained
         if not ranked:
             event = by_rank[None]
             rank, how = self._rank_from_launcher()
@@ -151,6 +168,28 @@ class InitiatorFinder:
         self._launcher_first_exit(verdict, ranked)
         return verdict
 
+    def _own_output_of_exit(self, causes: list[Event], ranked: dict[int, Event]) -> Verdict | None:
+        """One rank is known only from its launcher's exit line (`failed (exitcode: -6) local_rank: 1`),
+        and before it an unprefixed process printed why it died (`Fatal Python error: ...`): the
+        message names the failure, the launcher names the rank."""
+        if len(ranked) != 1:
+            return None
+        rank, exit_event = next(iter(ranked.items()))
+        if not is_launcher_report(exit_event):
+            return None
+        if any(not is_launcher_report(e) for e in causes if self._event_rank(e) == rank):
+            return None
+        own = [e for e in causes if e.line.rank is None and not is_launcher_report(e)
+               and self._event_rank(e) is None and e.order < exit_event.order and e.rule != exit_event.rule]
+        if not own:
+            return None
+        event = own[-1]
+        local = exit_event.fields.get("local_rank", "?")
+        return Verdict(rank=rank, cause=event, rule=event.rule, decided_by="launcher exit of the process that printed it",
+                       reasons=[f"an unprefixed process printed {event.rule} (line {event.line.number}), then the "
+                                f"launcher reported local rank {local} (global rank {rank}) dying with code "
+                                f"{exit_event.fields.get('exitcode', '?')} (line {exit_event.line.number})"])
+
     def _peer_consensus(self, causes: list[Event]) -> Verdict | None:
         """Reports that name another rank ("..., but Rank 1 is running collective", a store key of a rank
         that never arrived): when most of them name the same rank, that rank is the one out of step."""
@@ -172,6 +211,20 @@ class InitiatorFinder:
         return Verdict(rank=rank, cause=event, rule=event.rule, decided_by="named by the other ranks",
                        reasons=[f"{count} of {voters} report(s) of {event.rule} name rank {rank} as the one out of step"
                                 f" (line {event.line.number}: {event.line.text.strip()[:160]})"])
+
+    def _amp_warmup(self, event: Event) -> bool:
+        """fp16 AMP's first steps: GradScaler starts at a scale of 65536, so the first iterations
+        overflow, log an inf/nan gradient norm and are skipped (the scale halves each time) while the
+        loss on the same line stays finite. A few of those, and no non-finite loss, is normal."""
+        if event.rule != NAN_RULE or "grad" not in event.fields.get("metric", ""):
+            return False
+        if self._warmup is None:
+            grad_only = [u for u in self.col.units if u.rule == NAN_RULE]
+            self._warmup = (0 < len(grad_only) <= AMP_WARMUP_STEPS
+                            and all("grad" in u.fields.get("metric", "") and _finite_loss(u.line.text)
+                                    for u in grad_only)
+                            and self.col.counts[NAN_RULE].count <= AMP_WARMUP_STEPS)
+        return self._warmup
 
     def _rank_from_launcher(self) -> tuple[int | None, str]:
         """The rank the launchers' accounts point at, fused over every agent (one per node): a child
@@ -330,6 +383,11 @@ class InitiatorFinder:
         return Verdict(rank=rank, cause=timeouts[rank], rule=STALLED_RULE, decided_by="behind in sequence numbers",
                        reasons=[f"rank {rank} last completed collective #{lowest}, behind the others "
                                 f"({', '.join(f'rank {r}: #{v}' for r, v in sorted(completed.items()) if r != rank)})"])
+
+
+def is_launcher_report(event: Event) -> bool:
+    """A launcher's line about a child (its exit code, the signal that killed it), not the child's own output."""
+    return event.line.quoted or event.pattern.startswith(LAUNCHER_PATTERN_PREFIXES)
 
 
 def collateral_by_rank(collected: Collected, verdict: Verdict, finder: InitiatorFinder) -> dict[int, Event]:
