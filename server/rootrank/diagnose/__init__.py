@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
 from rootrank.diagnose.collect import EventCollector
+from rootrank.diagnose.formats.paste import undecorate
 from rootrank.diagnose.formats.prefixes import RankCensus
 from rootrank.diagnose.lines import LineScanner
 from rootrank.diagnose.match import Matcher
@@ -24,10 +25,10 @@ from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
 from rootrank.diagnose.read import InputError, Source, expand_paths
 from rootrank.diagnose.report import build_diagnosis
 from rootrank.diagnose.select import select_lines
-from rootrank.library import Library, load_library
+from rootrank.library import Library, LogPattern, load_library
 from rootrank.model import Diagnosis
 
-__all__ = ["InputError", "Pipeline", "diagnose_paths", "diagnose_text"]
+__all__ = ["InputError", "Pipeline", "diagnose_paths", "diagnose_text", "match_pasted"]
 
 FOLLOW_LINES = 8  # how far after its first line a multi-line message's continuation lines are looked for
 
@@ -92,7 +93,7 @@ class Pipeline:
         continued = self._continued
         for line in self.scanner.scan(source, lines, path_hint):
             order = collector.observe(line)
-            for pattern, fields in match(line.text):
+            for pattern, fields in match_pasted(match, line.text):
                 if pattern.follows and line.number > self.scanner.follow_until:
                     continue
                 collector.add(line, order, entries[pattern.entry_id], fields, pattern.name)
@@ -106,6 +107,21 @@ class Pipeline:
         if not collected.ranks_seen:
             collected.local_ranks_seen |= self.census.local_ranks
         return build_diagnosis(self.collector.out, self.scanner.launcher.report, self.library)
+
+
+def match_pasted(match: Callable[[str], list[tuple[LogPattern, dict[str, str]]]],
+                 text: str) -> list[tuple[LogPattern, dict[str, str]]]:
+    """The patterns a line matches as printed, else as pasted text with its decorations removed
+    (`> ` quotes, emphasis, bullets, pytest's `E   `, `ERROR:root:`, Windows paths)."""
+    found = match(text)
+    plain = undecorate(text)
+    if plain is text:
+        return found
+    # The decorated line can match loosely anchored patterns of other entries; the message underneath
+    # must still match its own entry, so both readings count (one pattern per entry).
+    entries = {pattern.entry_id for pattern, _ in found}
+    extra = [(pattern, fields) for pattern, fields in match(plain) if pattern.entry_id not in entries]
+    return found + extra if extra else found
 
 
 def diagnose_text(text: str, source: str = "-", library: Library | None = None) -> Diagnosis:
