@@ -25,12 +25,14 @@ from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
 from rootrank.diagnose.read import InputError, Source, expand_paths
 from rootrank.diagnose.report import build_diagnosis
 from rootrank.diagnose.select import select_lines
+from rootrank.diagnose.truncated import may_be_cut, truncated_library
 from rootrank.library import Library, LogPattern, load_library
 from rootrank.model import Diagnosis
 
 __all__ = ["InputError", "Pipeline", "diagnose_paths", "diagnose_text", "match_pasted"]
 
-FOLLOW_LINES = 8  # how far after its first line a multi-line message's continuation lines are looked for
+FOLLOW_LINES = 8
+Matches = list[tuple[LogPattern, dict[str, str]]]  # how far after its first line a multi-line message's continuation lines are looked for
 
 
 class Pipeline:
@@ -45,7 +47,14 @@ class Pipeline:
         self.physical_lines = 0  # every line of every source, read or skipped
         self._prefilter: Prefilter | None = None
         self._continued = frozenset(p.entry_id for p in self.library.patterns if p.follows)
+        self._cut_matcher: Matcher | None = None
         self.collector.ignored_blocks = self.scanner.tracebacks.ignored
+
+    def match_cut(self, text: str) -> Matches:
+        """Patterns for a line cut short (built on first need: most logs have no cut lines to ask about)."""
+        if self._cut_matcher is None:
+            self._cut_matcher = Matcher(truncated_library(self.library))
+        return self._cut_matcher.match(text)
 
     def prefilter(self, sample: bytes) -> Prefilter:
         """The prefilter, tuned to the first source's bytes (the files of one run look alike, and a run
@@ -91,9 +100,10 @@ class Pipeline:
         match = self.matcher.match
         self.collector.out.sources.append(source)
         continued = self._continued
+        cut = self.match_cut
         for line in self.scanner.scan(source, lines, path_hint):
             order = collector.observe(line)
-            for pattern, fields in match_pasted(match, line.text):
+            for pattern, fields in match_pasted(match, line.text, cut):
                 if pattern.follows and line.number > self.scanner.follow_until:
                     continue
                 collector.add(line, order, entries[pattern.entry_id], fields, pattern.name)
@@ -109,19 +119,24 @@ class Pipeline:
         return build_diagnosis(self.collector.out, self.scanner.launcher.report, self.library)
 
 
-def match_pasted(match: Callable[[str], list[tuple[LogPattern, dict[str, str]]]],
-                 text: str) -> list[tuple[LogPattern, dict[str, str]]]:
-    """The patterns a line matches as printed, else as pasted text with its decorations removed
-    (`> ` quotes, emphasis, bullets, pytest's `E   `, `ERROR:root:`, Windows paths)."""
+def match_pasted(match: Callable[[str], Matches], text: str, cut: Callable[[str], Matches] | None = None) -> Matches:
+    """The patterns a line matches as printed, and as pasted text with its decorations removed
+    (`> ` quotes, emphasis, bullets, pytest's `E   `, `ERROR:root:`, Windows paths). `cut` matches
+    lines cut short (truncated.py): a cut line matches only where it ends inside a pattern's text, so
+    a whole line is never read differently; the entries it adds join the others (priorities decide)."""
     found = match(text)
     plain = undecorate(text)
-    if plain is text:
-        return found
-    # The decorated line can match loosely anchored patterns of other entries; the message underneath
-    # must still match its own entry, so both readings count (one pattern per entry).
-    entries = {pattern.entry_id for pattern, _ in found}
-    extra = [(pattern, fields) for pattern, fields in match(plain) if pattern.entry_id not in entries]
-    return found + extra if extra else found
+    if plain is not text:
+        # The decorated line can match loosely anchored patterns of other entries; the message
+        # underneath must still match its own entry, so both readings count (one pattern per entry).
+        entries = {pattern.entry_id for pattern, _ in found}
+        extra = [(pattern, fields) for pattern, fields in match(plain) if pattern.entry_id not in entries]
+        found = found + extra if extra else found
+    if cut is not None and may_be_cut(plain):
+        entries = {pattern.entry_id for pattern, _ in found}
+        extra = [(pattern, fields) for pattern, fields in cut(plain) if pattern.entry_id not in entries]
+        found = found + extra if extra else found
+    return found
 
 
 def diagnose_text(text: str, source: str = "-", library: Library | None = None) -> Diagnosis:

@@ -39,8 +39,6 @@ def undecorate(text: str) -> str:
             m2 = _OPEN_EMPHASIS.match(out)
             if m2:
                 out = out[m2.end():]
-    if out.endswith(("**", "`")) and not out.startswith(("*", "`")):
-        out = out.rstrip("*`").rstrip()
     if 'File "' in out and ":\\" in out:
         out = _WINDOWS_FRAME.sub(lambda m: 'File "' + m["path"].replace("\\", "/") + '"', out)
     return text if out == text else out
