@@ -63,6 +63,8 @@ class Assessor:
         if is_launcher_report(cause):
             return Sureness("medium", "known only from the launcher's account of the exit, not from the "
                                       "process's own output")
+        if "frame" in cause.pattern:
+            return Sureness("medium", "read from the innermost traceback frames; the exception line is not in the log")
         if entry is not None and entry.priority <= GENERIC_PRIORITY:
             return Sureness("medium", "a generic entry: no more specific entry matched the message")
         rivals = self._rival_rules(verdict)
