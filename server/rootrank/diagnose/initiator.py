@@ -160,6 +160,9 @@ class InitiatorFinder:
                            f"{ranks_text(others)} ({how})")
         else:
             reasons.append(f"it is the only rank with a failure of its own ({event.rule}, line {event.line.number})")
+        mapped = self._mapping_reason(event)
+        if mapped:
+            reasons.append(mapped)
         verdict = Verdict(rank=first, cause=event, rule=event.rule, decided_by=f"earliest cause ({how})",
                           reasons=reasons)
         same_rule = [r for r in order if ranked[r].rule == event.rule]
@@ -211,6 +214,23 @@ class InitiatorFinder:
         return Verdict(rank=rank, cause=event, rule=event.rule, decided_by="named by the other ranks",
                        reasons=[f"{count} of {voters} report(s) of {event.rule} name rank {rank} as the one out of step"
                                 f" (line {event.line.number}: {event.line.text.strip()[:160]})"])
+
+    def _mapping_reason(self, event: Event) -> str:
+        """How a launcher line's local rank became a global rank, in words (empty for prefixed lines)."""
+        local = event.fields.get("local_rank")
+        if event.line.rank is not None or local is None or not local.isdigit():
+            return ""
+        agent = self._agent_of(event)
+        rank, how = self.launcher.global_rank_how(agent, int(local))
+        if rank is None:
+            same_file = [a for a, files in self.launcher.sources.items() if event.line.source in files]
+            if len(same_file) == 1:
+                agent = same_file[0]
+                rank, how = self.launcher.global_rank_how(agent, int(local))
+        if rank is None:
+            return ""
+        where = f" of {event.line.source}" if event.line.source not in ("-", "") else ""
+        return f"local rank {local}{where} is global rank {rank} ({how})"
 
     def _amp_warmup(self, event: Event) -> bool:
         """fp16 AMP's first steps: GradScaler starts at a scale of 65536, so the first iterations

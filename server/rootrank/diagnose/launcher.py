@@ -158,8 +158,9 @@ class LauncherReport:
         bases = {g - lr for lr, g in assigned.items()}
         if len(bases) == 1:
             return bases.pop(), "rendezvous result"
-        if agent in self.node_rank and agent in self.nproc:
-            return self.node_rank[agent] * self.nproc[agent], "--node-rank x --nproc-per-node"
+        for key in (agent, *(f"file {s}" for s in sorted(self.sources.get(agent, ())))):
+            if key in self.node_rank and key in self.nproc:
+                return self.node_rank[key] * self.nproc[key], "--node-rank x --nproc-per-node"
         # torchrun gives a node contiguous global ranks: the [rankN] prefixes in the agent's own
         # file cover them when they span at least every local rank the agent reported.
         ranks = self.prefix_ranks.get(agent, set())
@@ -319,8 +320,10 @@ class LauncherParser:
         node = _CMD_NODE_RANK.search(text)
         nproc = _CMD_NPROC.search(text)
         if node and nproc:
-            self.report.node_rank.setdefault(self._agent, int(node["n"]))
-            self.report.nproc.setdefault(self._agent, int(nproc["n"]))
+            # Keyed by the file: the command is typed before the agent that runs it prints anything.
+            key = agent_of(None, None, self._source)
+            self.report.node_rank.setdefault(key, int(node["n"]))
+            self.report.nproc.setdefault(key, int(nproc["n"]))
 
     def _table_line(self, text: str, line: int, source: str) -> tuple[bool, int | None]:
         if _TABLE_RULE.match(text):
