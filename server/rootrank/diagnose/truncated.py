@@ -11,19 +11,19 @@ tries these only on short lines that matched nothing as printed.
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
 from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
 from rootrank.library import Library, LogPattern
 
-try:  # Python 3.11+: the parser behind `re`
-    from re import _constants as sre  # type: ignore[attr-defined]
-    from re import _parser as sre_parse  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - older interpreters
-    import sre_constants as sre  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+# The parser behind `re` (re._parser from Python 3.11, sre_parse before): the tree a pattern compiles from.
+_NEW_RE = sys.version_info >= (3, 11)
+sre: Any = importlib.import_module("re._constants" if _NEW_RE else "sre_constants")
+sre_parse: Any = importlib.import_module("re._parser" if _NEW_RE else "sre_parse")
 
 MAX_TRUNCATED_LINE = 2000  # pasted lines are cut at a terminal's or a page's width, not after kilobytes
 _CATEGORIES = {
@@ -43,7 +43,7 @@ def _char(code: int) -> str:
 
 
 def _in_class(items: Any) -> str:
-    out = []
+    out: list[str] = []
     for op, av in items:
         if op is sre.NEGATE:
             out.insert(0, "^")

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from rootrank.model import Diagnosis
 from rootrank.redact import redact
-from rootrank.render.common import also_seen, collateral_groups, confidence_text, count_text, ranks_text, where
+from rootrank.render.common import (
+    also_seen,
+    collateral_groups,
+    confidence_text,
+    count_text,
+    ranks_text,
+    where,
+)
 
 
 def render_markdown(d: Diagnosis, raw: bool = False) -> str:

@@ -8,7 +8,14 @@ import textwrap
 
 from rootrank.model import Diagnosis
 from rootrank.redact import redact
-from rootrank.render.common import also_seen, collateral_groups, confidence_text, count_text, ranks_text, where
+from rootrank.render.common import (
+    also_seen,
+    collateral_groups,
+    confidence_text,
+    count_text,
+    ranks_text,
+    where,
+)
 
 LABEL_WIDTH = 14
 
