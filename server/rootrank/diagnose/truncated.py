@@ -182,11 +182,14 @@ def truncated_library(library: Library) -> Library:
     return cut
 
 
-_WHOLE_END = re.compile(r"(?:[.!?;)\]}>*\"']|\*\*\*)\s*$")
+_WHOLE_END = frozenset(".!?;)]}>*\"'")
 
 
 def may_be_cut(text: str) -> bool:
     """Whether a line can be a message cut short: short enough, not ending the way a whole message or
     record ends (a full stop, a closing bracket or quote, Slurm's `***`), and not a source line
     echoed in a traceback (a `#` comment)."""
-    return len(text) <= MAX_TRUNCATED_LINE and not _WHOLE_END.search(text) and " # " not in text
+    if len(text) > MAX_TRUNCATED_LINE:
+        return False
+    last = text.rstrip()[-1:]
+    return bool(last) and last not in _WHOLE_END and " # " not in text
