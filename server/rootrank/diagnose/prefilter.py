@@ -42,7 +42,7 @@ COMMON_EVERY = 64 << 10
 # A literal's other windows are counted (one bytes.count each, in at most COUNT_SAMPLE bytes of the
 # sample) when its first anchor is seen more often than once per COUNT_EVERY sample bytes.
 COUNT_EVERY = 256 << 10
-COUNT_SAMPLE = 512 << 10
+COUNT_SAMPLE = 256 << 10
 # Lines the pipeline needs even though no entry matches them (traceback structure, launcher reports).
 STRUCTURAL_LITERALS = (
     "Traceback (most recent call last)",
@@ -95,10 +95,18 @@ class AnchorChoice:
         self.counts: dict[bytes, int] = {w: seen[w] for w in pick.values()}
         worth_counting = len(sample) // COUNT_EVERY
         for lit in unique:
-            if seen[pick[lit]] <= worth_counting:
+            # Every window occurs at least as often as the literal: when that is common too (the lines
+            # it is there for, a failure cascade in the end sample), no window is worth counting.
+            if seen[pick[lit]] <= worth_counting or counted.count(lit) * scale > worth_counting:
                 continue
-            counts = {w: round(counted.count(w) * scale) for w in windows_of(lit)}
-            counts[pick[lit]] = seen[pick[lit]]
+            counts = {pick[lit]: seen[pick[lit]]}
+            # Cheapest first: a window absent from the sample that starts with a byte already scanned
+            # for cannot be beaten.
+            for w in sorted(windows_of(lit), key=lambda w: (w[0] not in chosen, self.byte_cost(w[0]), -len(w), w)):
+                if w not in counts:
+                    counts[w] = round(counted.count(w) * scale)
+                    if counts[w] == 0 and w[0] in chosen:
+                        break
             pick[lit] = min(counts, key=lambda w: (
                 counts[w] * line_cost + (0 if w[0] in chosen else self.byte_cost(w[0])), -len(w), w))
             chosen.add(pick[lit][0])
