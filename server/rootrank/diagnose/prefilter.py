@@ -8,9 +8,9 @@ For each literal we pick an *anchor*: a window of it (up to ANCHOR_LEN bytes) th
 log, counted in a sample of its start, middle and end, since every occurrence is a line for the
 per-line pipeline. The pure-Python scan runs one regex per anchor first byte: a regex that starts with
 one literal byte skips ahead at memchr-like speed, where an alternation of several first bytes tests
-every byte (ten times slower). So the anchors share a few first bytes, chosen as a weighted set cover
-(each first byte costs a pass and a stop at each of its occurrences), and a window too common to be
-worth its lines is given up for another. The optional Hyperscan engine (`pip install rootrank[fast]`)
+every byte (ten times slower; it is used when so many first bytes are needed that it costs less). So
+the anchors share a few first bytes, chosen as a weighted set cover (each first byte costs a pass and a
+stop at each of its occurrences), and a window too common to be worth its lines is given up for another. The optional Hyperscan engine (`pip install rootrank[fast]`)
 looks for the very same anchors, so both engines select exactly the same lines and give the same
 diagnosis; `ROOTRANK_ENGINE=python|hyperscan` forces one, and `ROOTRANK_ENGINE=off` selects every line
 (the reference the prefilter is tested against).
@@ -130,11 +130,6 @@ class AnchorChoice:
             chosen.add(best)
             uncovered = {lit for lit in uncovered if best not in starts[lit]}
         return chosen
-
-
-def choose_anchors(literals: Iterable[bytes], frequency: Counter[int], sample: bytes = b"") -> set[bytes]:
-    """One anchor per literal (see AnchorChoice); `frequency` counts every fourth byte of the sample."""
-    return set(AnchorChoice(literals, frequency, sample).anchor_of.values())
 
 
 def _spread(sample: bytes, size: int, piece: int = 16 << 10) -> bytes:
