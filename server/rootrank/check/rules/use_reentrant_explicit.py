@@ -45,18 +45,18 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
             message = ("`gradient_checkpointing_enable()` without `gradient_checkpointing_kwargs`: transformers "
                        "checkpoints reentrant (`use_reentrant=True`) and PyTorch warns on every call; pass "
                        '`gradient_checkpointing_kwargs={"use_reentrant": False}`')
-            yield Violation(call.func, message, _kwargs_fixes(semantic, call))
+            yield Violation(call.func, message, _kwargs_fixes(semantic, call, site.api))
             continue
         message = (f"`{site.api}()` without `use_reentrant`: the default is the legacy reentrant mode, PyTorch warns "
                    "on every call and will require the argument; pass `use_reentrant=False` (recommended) or "
                    "`use_reentrant=True` to keep today's behaviour")
         keep = edits.fix(_KEEP.format("use_reentrant=True"), Applicability.SAFE,
-                         edits.add_keyword(semantic, call, "use_reentrant=True"))
+                         edits.add_keyword(semantic, call, "use_reentrant=True", site.api), keeps="reentrant")
         if any(k.arg not in CHECKPOINT_OWN_KEYWORDS for k in call.keywords):
             keep = None  # keyword arguments already make today's reentrant call raise: nothing worth keeping
         yield Violation(call.func, message, edits.fixes(
             edits.fix(_RECOMMENDED.format("use_reentrant=False"), Applicability.UNSAFE,
-                      edits.add_keyword(semantic, call, "use_reentrant=False")),
+                      edits.add_keyword(semantic, call, "use_reentrant=False", site.api)),
             keep,
         ))
     for args in semantic.training_arguments():
@@ -69,13 +69,14 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
         message = ("`gradient_checkpointing=True` without `gradient_checkpointing_kwargs`: transformers checkpoints "
                    "reentrant (`use_reentrant=True`) and PyTorch warns on every step; add "
                    '`gradient_checkpointing_kwargs={"use_reentrant": False}`')
-        yield Violation(enabled, message, _kwargs_fixes(semantic, call))
+        yield Violation(enabled, message, _kwargs_fixes(semantic, call, ""))
 
 
-def _kwargs_fixes(semantic: Semantic, call: ast.Call) -> tuple[Fix, ...]:
+def _kwargs_fixes(semantic: Semantic, call: ast.Call, api: str) -> tuple[Fix, ...]:
     return edits.fixes(
         edits.fix(_RECOMMENDED.format('gradient_checkpointing_kwargs={"use_reentrant": False}'), Applicability.UNSAFE,
-                  edits.add_keyword(semantic, call, 'gradient_checkpointing_kwargs={"use_reentrant": False}')),
+                  edits.add_keyword(semantic, call, 'gradient_checkpointing_kwargs={"use_reentrant": False}', api)),
         edits.fix(_KEEP.format('gradient_checkpointing_kwargs={"use_reentrant": True}'), Applicability.SAFE,
-                  edits.add_keyword(semantic, call, 'gradient_checkpointing_kwargs={"use_reentrant": True}')),
+                  edits.add_keyword(semantic, call, 'gradient_checkpointing_kwargs={"use_reentrant": True}', api),
+                  keeps="reentrant"),
     )
