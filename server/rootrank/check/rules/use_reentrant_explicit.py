@@ -60,6 +60,8 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
             keep,
         ))
     for args in semantic.training_arguments():
+        if semantic.trl_sets_non_reentrant(args):
+            continue
         call = args.node
         enabled = keyword(call, "gradient_checkpointing")
         if enabled is None or semantic.literal(enabled.value, args.frame) is not True:
