@@ -338,6 +338,71 @@ def best_of(n: int, cmd: list[str], **kw) -> dict:
     return best
 
 
+def median_of(n: int, run) -> dict:
+    """The run with the median wall time of `n` (rootrank on a shared machine: one slow neighbour moves a
+    single run)."""
+    runs = sorted((run() for _ in range(max(1, n))), key=lambda r: r.get("wall_s") or 0)
+    middle = runs[len(runs) // 2]
+    middle["runs"] = [round(r.get("wall_s") or 0, 3) for r in runs]
+    return middle
+
+
+def other_generator(directory: Path, out: Path, sizes: list[int], ranks: int, seed: int, repeat: int,
+                    rootrank_repeat: int, timeout: float, regen: bool, say) -> dict:
+    """Logs of an independent generator (`DIR/gen_log.py`, writing a `.truth.json` with the initiating
+    rank) against grep with that generator's own comparable patterns (`DIR/rules.py --emit`): grep,
+    then rootrank with each engine, one after the other on the same file, each size in one run."""
+    env_c = {**os.environ, "LC_ALL": "C"}
+    patterns_dir = out / "other"
+    patterns_dir.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, str(directory / "rules.py"), "--emit", str(patterns_dir),
+                    str(directory / "patterns.txt")], check=True, capture_output=True)
+    patterns = patterns_dir / "patterns.ere.txt"
+    result: dict = {"generator": f"{directory.parent.name}/{directory.name}/gen_log.py", "ranks": ranks, "seed": seed, "sizes": [],
+                    "patterns": sum(1 for line in patterns.read_text().splitlines() if line.strip())}
+    for size in sizes:
+        path = patterns_dir / f"other-{size}-r{ranks}-s{seed}.log"
+        truth_path = Path(str(path) + ".truth.json")
+        if regen or not path.exists() or not truth_path.exists():
+            say(f"other generator: writing {size / MiB:.0f} MiB ...")
+            subprocess.run([sys.executable, str(directory / "gen_log.py"), "-o", str(path), "--size", str(size),
+                            "--ranks", str(ranks), "--seed", str(seed)], check=True, capture_output=True)
+        truth = json.loads(truth_path.read_text())
+        for _ in range(2):
+            warm(path)
+        nbytes = path.stat().st_size
+        tools: dict = {"grep -E": best_of(repeat, ["grep", "-E", "-c", "-f", str(patterns), str(path)], env=env_c)}
+        engines = ["python"] + (["hyperscan"] if has_hyperscan() else [])
+        for engine in engines:
+            name = "rootrank diagnose" + (" [fast]" if engine == "hyperscan" else "")
+            say(f"other generator: {name} {nbytes / MiB:.0f} MiB x{rootrank_repeat} ...")
+            tools[name] = median_of(rootrank_repeat, lambda engine=engine, path=path: diagnose(
+                path, path.with_suffix(f".{engine}.json"), timeout, engine=engine))
+        result["sizes"].append({"bytes": nbytes, "lines": truth.get("lines"), "fail_rank": truth["initiating_rank"],
+                                "tools": tools})
+    return result
+
+
+def other_markdown(other: dict) -> str:
+    md = ["", f"### Logs of an independent generator (`{other['generator']}`)", "",
+          f"{other['ranks']} ranks, seed {other['seed']}; reference: `LC_ALL=C grep -E -c -f patterns.ere.txt` with "
+          f"that generator's own {other['patterns']} comparable patterns, on the same file in the same run "
+          f"(grep best of its runs, rootrank the median of its runs, wall times of each listed).", "",
+          "| log (generator) | tool | wall (runs) | MB/s | throughput vs grep -E | peak RSS | planted rank found |",
+          "|---|---|---:|---:|---:|---:|---|"]
+    for run in other["sizes"]:
+        grep_wall = run["tools"]["grep -E"]["wall_s"]
+        for name, t in run["tools"].items():
+            found = "-"
+            if name.startswith("rootrank"):
+                found = "yes" if t.get("rank") == run["fail_rank"] else f"**no** (rank {t.get('rank')})"
+            runs = ", ".join(f"{w:.2f}" for w in t.get("runs", []))
+            md.append(f"| {run['bytes'] / MiB:,.0f} MiB ({other['generator']}) | {name} | {t['wall_s']:.2f} s "
+                      f"({runs}) | {run['bytes'] / MB / t['wall_s']:,.1f} | {grep_wall / t['wall_s']:.2f}x | "
+                      f"{fmt_rss(t.get('peak_rss_mib'))} | {found} |")
+    return "\n".join(md) + "\n"
+
+
 def warm(path: Path) -> None:
     with open(path, "rb") as fh:
         while fh.read(8 * MiB):
@@ -477,14 +542,14 @@ def markdown(res: dict) -> str:
         for key in ("rootrank diagnose", "rootrank diagnose [fast]"):
             r = run["tools"].get(key, {})
             if g.get("wall_s") and r.get("wall_s") and r.get("rc") in (0, 1) and not r.get("error"):
-                md.append(f"**{run['bytes'] / MiB:,.0f} MiB, {cfg['ranks']} ranks: `{key}` "
+                md.append(f"**{run['bytes'] / MiB:,.0f} MiB (bench/gen_log.py), {cfg['ranks']} ranks: `{key}` "
                          f"{run['bytes'] / MB / r['wall_s']:,.1f} MB/s vs `grep -E` "
                          f"{run['bytes'] / MB / g['wall_s']:,.0f} MB/s: throughput "
                          f"{g['wall_s'] / r['wall_s']:.2f}x grep's ({fmt_ratio(r['wall_s'] / g['wall_s'])} its wall time)"
                          + (f", {fmt_ratio(cpu_of(r) / cpu_of(g))} its CPU time" if cpu_of(r) and cpu_of(g) else "")
                          + f"; peak RSS {fmt_rss(r['peak_rss_mib'])}.**")
                 md.append("")
-    md.append(f"Generated logs: {cfg['ranks']} ranks, prefix `{cfg['prefix']}`, CUDA OOM planted on rank "
+    md.append(f"Generated logs (this repository's generator, bench/gen_log.py): {cfg['ranks']} ranks, prefix `{cfg['prefix']}`, CUDA OOM planted on rank "
              f"{cfg['fail_rank']}, seed {cfg['seed']}; page cache warmed; grep/rg best of {cfg['repeat']}, "
              f"rootrank one run per size.")
     md.append("")
@@ -505,7 +570,7 @@ def markdown(res: dict) -> str:
                   f"{sm['bytes'] / MB / sm['wall_s']:,.1f} | - | {'-' if cpu is None else f'{cpu:.2f} s'} | - | "
                   f"{fmt_rss(sm.get('peak_rss_mib'))} | - |")
     for run in res["sizes"]:
-        size = f"{run['bytes'] / MiB:,.0f} MiB"
+        size = f"{run['bytes'] / MiB:,.0f} MiB (bench/gen_log.py)"
         base = run["tools"].get("grep -E", {}).get("wall_s")
         for name, t in run["tools"].items():
             if t.get("skipped"):
@@ -604,6 +669,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip the launcher-prefix matrix (a small 64-rank log per prefix style)")
     ap.add_argument("--max-bound", type=int, default=16,
                     help="counted repeats with a larger upper bound become unbounded in the ERE (default 16)")
+    ap.add_argument("--other-generator", type=Path, default=os.environ.get("ROOTRANK_OTHER_GENERATOR") or None,
+                    help="a folder with an independent generator (gen_log.py, rules.py, patterns.txt): its logs "
+                         "of the same sizes are also measured against grep (env ROOTRANK_OTHER_GENERATOR)")
+    ap.add_argument("--other-seed", type=int, default=11)
+    ap.add_argument("--rootrank-repeat", type=int, default=1,
+                    help="rootrank runs per engine on the other generator's logs; the median is reported")
     ap.add_argument("--exact-ere", action="store_true",
                     help="also time grep -E with the exact bounds (slow: GNU grep unrolls .{0,3000})")
     args = ap.parse_args(argv)
@@ -716,8 +787,14 @@ def main(argv: list[str] | None = None) -> int:
                                                           "rc", "error")}}
         say(f"per-rank files: {count} files, {r.get('rule')} rank {r.get('rank')} in {r.get('wall_s', 0):.2f} s")
 
+    if args.other_generator and not args.no_rootrank:
+        res["other"] = other_generator(Path(args.other_generator), out, sizes, args.ranks, args.other_seed,
+                                       args.repeat, args.rootrank_repeat, args.timeout, args.regen, say)
+
     (out / "bench_diagnose.json").write_text(json.dumps(res, indent=2, default=str))
     md = markdown(res)
+    if res.get("other"):
+        md += other_markdown(res["other"])
     (out / "bench_diagnose.md").write_text(md)
     print(md)
     return 0

@@ -64,6 +64,10 @@ now=$(date -u '+%Y-%m-%d %H:%M UTC')
     echo
     echo "Written by \`bench/run_all.sh ${DIAG_ARGS[*]}\` on $now at commit \`$commit\`; do not edit by hand."
     echo "How to run them: [bench/README.md](bench/README.md). Timings are machine-dependent: read the ratios."
+    if [[ -n "${ROOTRANK_OTHER_GENERATOR:-}" ]]; then
+        other=$(cd "$ROOTRANK_OTHER_GENERATOR" && echo "$(basename "$(dirname "$PWD")")/$(basename "$PWD")")
+        echo "With \`ROOTRANK_OTHER_GENERATOR\` set: also logs of an independent generator (\`$other/gen_log.py\`, last section)."
+    fi
     echo
     echo "Machine: $(nproc) CPUs ($cpu), ${mem_gib} GiB RAM, $(uname -sr), Python $pyver, $grepver, $rgver;"
     echo "load average (1, 5, 15 min) before the run: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg)."

@@ -2,7 +2,11 @@
 
 Every pattern carries a literal that any match must contain; a line is only handed to the regex
 engine when one of its literals is present, so the per-line cost is a handful of substring tests.
-Patterns are never joined into one alternation (that is slower in Python's engine and hides which
+The lines of a failure cascade repeat one message shape with other numbers (a thousand ranks' watchdog
+timeouts): which patterns can match is remembered per shape (digits blanked), so the next rank's line
+runs only those, never the literal gate or the patterns that failed. That is exact: a pattern whose
+regex holds no digit (quantifier bounds aside) nor backreference treats every digit alike, and the
+others are always run again. Patterns are never joined into one alternation (that is slower in Python's engine and hides which
 pattern matched).
 """
 
@@ -13,6 +17,21 @@ from collections import defaultdict
 
 from rootrank.diagnose.memo import TextMemo
 from rootrank.library import Library, LogPattern
+
+_BLANK_DIGITS = str.maketrans("123456789", "000000000")
+# Regex text that may tell one digit from another: a digit (outside {m,n}), a character escape, a
+# backreference by name. Numbered backreferences hold a digit.
+_TELLS_DIGITS = re.compile(r"[0-9]|\\[xuUN0]|\(\?P=")
+_BOUNDS = re.compile(r"\{\d*,?\d*\}")
+SHAPES = 1 << 12  # shapes remembered (cleared when full), of texts up to MAX_SHAPE_CHARS long
+MAX_SHAPE_CHARS = 1024
+
+
+def digit_blind(pattern: LogPattern) -> bool:
+    """Whether the pattern matches a text exactly where it matches the text with other ASCII digits
+    (its literal and its regex name no digit)."""
+    return (not any(c.isdigit() for c in pattern.literal)
+            and not _TELLS_DIGITS.search(_BOUNDS.sub("", pattern.pattern)))
 
 
 class Matcher:
@@ -29,6 +48,8 @@ class Matcher:
                 self._folded[pattern.literal.lower()].append(index)
             else:
                 self._exact[pattern.literal].append(index)
+        self._blind = [digit_blind(p) for p in self._patterns]
+        self._shapes: dict[str, list[int]] = {}
         self._anchor_regex: re.Pattern[str] | None = None
         self._literals_at: dict[str, frozenset[str]] = {}
         self._indexed = False
@@ -51,6 +72,7 @@ class Matcher:
         self._anchor_regex = _literal_gate(texts, 0)
         self._indexed = True
         self._memo.clear()
+        self._shapes.clear()
 
     def match(self, text: str) -> list[tuple[LogPattern, dict[str, str]]]:
         """The first matching pattern of each entry, for one line, with the fields it captured (shared
@@ -58,6 +80,21 @@ class Matcher:
         return self._memo(text)
 
     def _match(self, text: str) -> list[tuple[LogPattern, dict[str, str]]]:
+        shape = text.translate(_BLANK_DIGITS)
+        if shape == text or len(text) > MAX_SHAPE_CHARS:
+            return self._run(text, self._candidates(text))
+        places = self._shapes.get(shape)
+        if places is None:
+            # Every candidate is tried once here, so that the places kept are right whichever of an
+            # entry's patterns matches the next text of this shape.
+            places = [p for p in self._candidates(text) if not self._blind[p] or self._patterns[p].regex.search(text)]
+            if len(self._shapes) >= SHAPES:
+                self._shapes.clear()
+            self._shapes[shape] = places
+        return self._run(text, places)
+
+    def _candidates(self, text: str) -> list[int]:
+        """Places (ascending) of the patterns whose literal the text holds."""
         if not self._indexed:
             # Normally the prefilter hands over its anchors first; without one, the literals themselves.
             self.use_anchors(tuple(a.encode() for a in list(self._exact) + list(self._folded)))
@@ -81,9 +118,12 @@ class Matcher:
                 places.extend(self._exact[literal])
             if literal in self._folded and literal in folded_text:
                 places.extend(self._folded[literal])
+        return sorted(places)
+
+    def _run(self, text: str, places: list[int]) -> list[tuple[LogPattern, dict[str, str]]]:
         found: list[tuple[LogPattern, dict[str, str]]] = []
         seen_entries: set[str] = set()
-        for place in sorted(places):
+        for place in places:
             pattern = self._patterns[place]
             if pattern.entry_id in seen_entries:
                 continue

@@ -4,12 +4,16 @@ Every log pattern carries a literal that any match contains; so do the structura
 needs (traceback headers, launcher reports). A line without any of them cannot produce an event, so
 only lines holding one are decoded and run through the per-line pipeline.
 
-For each literal we pick an *anchor*: a short substring starting at a byte that is rare in this log
-(byte frequencies from a sample), preferring bytes already chosen for other literals, so that the set
-of first bytes stays small and rare. The anchors are compiled into one byte regex grouped by first
-byte; CPython's regex engine then skips ahead with a tight charset loop and rarely stops. The optional
-Hyperscan engine (`pip install rootrank[fast]`) looks for the very same anchors, so both engines select
-exactly the same lines and give the same diagnosis; `ROOTRANK_ENGINE=python|hyperscan` forces one.
+For each literal we pick an *anchor*: a window of it (up to ANCHOR_LEN bytes) that is rare in this
+log, counted in a sample of its start, middle and end, since every occurrence is a line for the
+per-line pipeline. The pure-Python scan runs one regex per anchor first byte: a regex that starts with
+one literal byte skips ahead at memchr-like speed, where an alternation of several first bytes tests
+every byte (ten times slower; it is used when so many first bytes are needed that it costs less). So
+the anchors share a few first bytes, chosen as a weighted set cover (each first byte costs a pass and a
+stop at each of its occurrences), and a window too common to be worth its lines is given up for another. The optional Hyperscan engine (`pip install rootrank[fast]`)
+looks for the very same anchors, so both engines select exactly the same lines and give the same
+diagnosis; `ROOTRANK_ENGINE=python|hyperscan` forces one, and `ROOTRANK_ENGINE=off` selects every line
+(the reference the prefilter is tested against).
 """
 
 from __future__ import annotations
@@ -20,12 +24,25 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-ANCHOR_LEN = 6
-MIN_ANCHOR_LEN = 3
+ANCHOR_LEN = 12  # a literal's windows are this long (shorter at its tail, never under MIN_ANCHOR_LEN)
+MIN_ANCHOR_LEN = 4
 MAX_FOLDED_ANCHOR_LEN = 5  # a case-folded anchor becomes 2**letters case variants
 # The pieces of case-folded literals are counted in 4 KiB of every 32 KiB of the sample: each count is a scan.
 FOLDED_PIECE_BYTES = 4 << 10
 FOLDED_PIECE_STEP = 32 << 10
+# Costs of the pure-Python scan, in bytes skipped by one pass: a stop at a first byte's occurrence, and a
+# line handed to the per-line pipeline (measured: about 0.7 ns a byte, 180 ns a stop, 30 us a line; a line
+# is weighed more, for Hyperscan, which pays only for lines).
+STOP_COST = 250
+LINE_COST = 100_000
+# One regex with several first bytes tests every byte: it costs about this many passes of one-byte regexes.
+ONE_REGEX_COST = 18
+# A window seen more often than once per this many sample bytes is common: its literal is reported.
+COMMON_EVERY = 64 << 10
+# A literal's other windows are counted (one bytes.count each, in at most COUNT_SAMPLE bytes of the
+# sample) when its first anchor is seen more often than once per COUNT_EVERY sample bytes.
+COUNT_EVERY = 256 << 10
+COUNT_SAMPLE = 256 << 10
 # Lines the pipeline needs even though no entry matches them (traceback structure, launcher reports).
 STRUCTURAL_LITERALS = (
     "Traceback (most recent call last)",
@@ -54,21 +71,93 @@ STRUCTURAL_LITERALS = (
 )
 
 
-def choose_anchors(literals: Iterable[bytes], frequency: Counter[int]) -> set[bytes]:
-    """One anchor per literal; the literals with the fewest rare bytes choose first, then the others
-    reuse a first byte already chosen when they can (the cost is the union of first bytes)."""
-    def starts(lit: bytes) -> range:
-        return range(max(1, len(lit) - MIN_ANCHOR_LEN + 1))
+def windows_of(literal: bytes) -> list[bytes]:
+    """The anchors a literal may get: a window at each start, ANCHOR_LEN long or up to its end."""
+    if len(literal) <= MIN_ANCHOR_LEN:
+        return [literal]
+    return [literal[i: i + ANCHOR_LEN] for i in range(len(literal) - MIN_ANCHOR_LEN + 1)]
 
-    chosen_bytes: set[int] = set()
-    anchors: set[bytes] = set()
-    unique = sorted(set(literals), key=lambda lit: (-min(frequency[lit[i]] for i in starts(lit)), lit))
-    for literal in unique:
-        best = min(starts(literal),
-                   key=lambda i: (0 if literal[i] in chosen_bytes else frequency[literal[i]], frequency[literal[i]]))
-        chosen_bytes.add(literal[best])
-        anchors.add(literal[best: best + ANCHOR_LEN])
-    return anchors
+
+class AnchorChoice:
+    """One anchor per literal, and what the sample said about it.
+
+    First bytes are chosen as a greedy weighted set cover: a byte costs a pass over the data plus a
+    stop at each of its occurrences. Each literal first takes its longest window starting with the
+    cheapest chosen byte; the scans for those anchors are run over the sample, and a literal whose
+    anchor occurs there gets the window of least cost among all of its windows: lines it selects,
+    plus a new pass when its first byte is not yet scanned for. (An anchor seen once or twice
+    costs less than the counting would.)
+    """
+
+    def __init__(self, literals: Iterable[bytes], frequency: Counter[int], sample: bytes = b"") -> None:
+        self._frequency = frequency
+        self._sampled = max(1, sum(frequency.values()))
+        unique = sorted(set(literals))
+        chosen = self._cover(unique)
+        pick = {lit: min((w for w in windows_of(lit) if w[0] in chosen),
+                         key=lambda w: (self.byte_cost(w[0]), -len(w), w)) for lit in unique}
+        seen = _occurrences(set(pick.values()), sample)
+        counted = _spread(sample, COUNT_SAMPLE)
+        scale = len(sample) / max(1, len(counted))
+        line_cost = LINE_COST / max(1, len(sample))
+        self.counts: dict[bytes, int] = {w: seen[w] for w in pick.values()}
+        worth_counting = len(sample) // COUNT_EVERY
+        for lit in unique:
+            # Every window occurs at least as often as the literal: when that is common too (the lines
+            # it is there for, a failure cascade in the end sample), no window is worth counting.
+            if seen[pick[lit]] <= worth_counting or counted.count(lit) * scale > worth_counting:
+                continue
+            counts = {pick[lit]: seen[pick[lit]]}
+            # Cheapest first: a window absent from the sample that starts with a byte already scanned
+            # for cannot be beaten.
+            for w in sorted(windows_of(lit), key=lambda w: (w[0] not in chosen, self.byte_cost(w[0]), -len(w), w)):
+                if w not in counts:
+                    counts[w] = round(counted.count(w) * scale)
+                    if counts[w] == 0 and w[0] in chosen:
+                        break
+            pick[lit] = min(counts, key=lambda w: (
+                counts[w] * line_cost + (0 if w[0] in chosen else self.byte_cost(w[0])), -len(w), w))
+            chosen.add(pick[lit][0])
+            self.counts.update(counts)
+        self.first_bytes = chosen
+        self.anchor_of = pick
+        # Literals every window of which is common in this log: the lines they select are many.
+        limit = len(sample) // COMMON_EVERY
+        self.common = sorted(lit for lit, a in pick.items() if self.counts.get(a, 0) > limit)
+
+    def byte_cost(self, byte: int) -> float:
+        return 1 + STOP_COST * self._frequency[byte] / self._sampled
+
+    def _cover(self, literals: list[bytes]) -> set[int]:
+        chosen: set[int] = set()
+        starts = {lit: {w[0] for w in windows_of(lit)} for lit in literals}
+        uncovered = set(literals)
+        while uncovered:
+            gain: Counter[int] = Counter(b for lit in uncovered for b in starts[lit])
+            best = max(gain, key=lambda b: (gain[b] / self.byte_cost(b), -b))
+            chosen.add(best)
+            uncovered = {lit for lit in uncovered if best not in starts[lit]}
+        return chosen
+
+
+def _spread(sample: bytes, size: int, piece: int = 16 << 10) -> bytes:
+    """At most `size` bytes of the sample, in pieces spread over all of it."""
+    if len(sample) <= size:
+        return sample
+    step = len(sample) * piece // size
+    return b"".join(sample[i: i + piece] for i in range(0, len(sample), step))
+
+
+def _occurrences(anchors: set[bytes], sample: bytes) -> Counter[bytes]:
+    """How often each anchor is hit by its scan over the sample (one scan per first byte)."""
+    seen: Counter[bytes] = Counter()
+    for group in _by_first_byte(tuple(sorted(anchors))):
+        seen.update(m.group() for m in _grouped_regex(group, 0).finditer(sample))
+    # A hit names the longest anchor at its place: the shorter ones it starts with occurred too.
+    for anchor in anchors:
+        if not seen[anchor]:
+            seen[anchor] = sum(n for hit, n in list(seen.items()) if hit.startswith(anchor))
+    return seen
 
 
 class Prefilter:
@@ -80,71 +169,89 @@ class Prefilter:
         # Every fourth byte is as good a frequency estimate and four times cheaper to count.
         frequency: Counter[int] = Counter(sample[::4])
         exact = [lit.encode("utf-8") for lit in literals if lit]
-        anchors = choose_anchors(exact, frequency)
+        choice = AnchorChoice(exact, frequency, sample)
+        self.common_literals = tuple(lit.decode("utf-8", "replace") for lit in choice.common)
+        anchors = set(choice.anchor_of.values())
+        first_bytes = {a[0] for a in anchors}
         # A case-insensitive literal becomes every case variant of a short piece of it, so that one
         # case-sensitive scan serves both kinds (a case-insensitive regex loses the fast skip loop).
         folded_sample = b"".join(sample[i: i + FOLDED_PIECE_BYTES]
                                  for i in range(0, len(sample), FOLDED_PIECE_STEP)).lower()
         for literal in folded_literals:
-            anchors.update(_case_variants(_fewest_letters(literal.lower().encode("utf-8"), frequency,
-                                                          folded_sample)))
+            variants = _case_variants(_fewest_letters(literal.lower().encode("utf-8"), choice, folded_sample,
+                                                      first_bytes))
+            first_bytes.update(v[0] for v in variants)
+            anchors.update(variants)
         self.anchors = tuple(sorted(anchors))
-        self._regex = _grouped_regex(self.anchors, 0) if self.anchors else None
         self.engine = _pick_engine(engine)
+        # One regex per first byte (see the module docstring), unless so many first bytes are needed
+        # that one regex over all of them, testing every byte, costs less.
+        groups = _by_first_byte(self.anchors)
+        if len(groups) <= ONE_REGEX_COST:
+            self._regexes = [_grouped_regex(group, 0) for group in groups]
+        else:
+            self._regexes = [_grouped_regex(self.anchors, 0)] if self.anchors else []
         self._hs: Any = _hyperscan_db(self.anchors) if self.engine == "hyperscan" else None
 
     def candidates(self, buf: bytes | bytearray, start: int, end: int) -> list[int]:
         """Start offsets of the lines in buf[start:end] that hold an anchor, ascending."""
+        if self.engine == "off":
+            return _every_line(buf, start, end)
         if self._hs is not None:
             return self._hyperscan_candidates(buf, start, end)
-        out: list[int] = []
-        pos = start
-        while pos < end:
-            hit = self._next_hit(buf, pos, end)
-            if hit < 0:
-                break
-            line_start = buf.rfind(b"\n", pos, hit) + 1
-            out.append(max(line_start, pos))
-            eol = buf.find(b"\n", hit, end)
-            if eol < 0:
-                break
-            pos = eol + 1
-        return out
-
-    def _next_hit(self, buf: bytes | bytearray, pos: int, end: int) -> int:
-        if self._regex is None:
-            return -1
-        m = self._regex.search(buf, pos, end)
-        return m.start() if m else -1
+        hits: list[int] = []
+        for regex in self._regexes:
+            hits.extend(m.start() for m in regex.finditer(buf, start, end))
+        return _line_starts(buf, start, end, sorted(hits))
 
     def _hyperscan_candidates(self, buf: bytes | bytearray, start: int, end: int) -> list[int]:
         hits: list[int] = []
 
         def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
-            hits.append(to)
+            hits.append(start + to - 1)  # offset of the anchor's last byte
 
         if start == 0 and end == len(buf):
             self._hs.scan(buf, match_event_handler=on_match)
         else:
             with memoryview(buf) as view, view[start:end] as piece:  # no copy of a chunk-sized slice
                 self._hs.scan(piece, match_event_handler=on_match)
-        starts: list[int] = []
-        last_line_end = -1
-        for to in sorted(hits):
-            absolute = start + to - 1  # offset of the anchor's last byte
-            if absolute <= last_line_end:
-                continue
-            line_start = buf.rfind(b"\n", start, absolute) + 1
-            line_end = buf.find(b"\n", absolute, end)
-            starts.append(max(line_start, start))
-            last_line_end = end if line_end < 0 else line_end
-        return starts
+        return _line_starts(buf, start, end, sorted(hits))
+
+
+def _line_starts(buf: bytes | bytearray, start: int, end: int, hits: list[int]) -> list[int]:
+    """The starts of the lines holding the given offsets (ascending), each once."""
+    starts: list[int] = []
+    last_line_end = -1
+    for hit in hits:
+        if hit <= last_line_end:
+            continue
+        line_start = buf.rfind(b"\n", start, hit) + 1
+        line_end = buf.find(b"\n", hit, end)
+        starts.append(max(line_start, start))
+        last_line_end = end if line_end < 0 else line_end
+    return starts
+
+
+def _every_line(buf: bytes | bytearray, start: int, end: int) -> list[int]:
+    starts = [start] if start < end else []
+    newline = buf.find(b"\n", start, end)
+    while 0 <= newline < end - 1:
+        starts.append(newline + 1)
+        newline = buf.find(b"\n", newline + 1, end)
+    return starts
+
+
+def _by_first_byte(anchors: tuple[bytes, ...]) -> list[tuple[bytes, ...]]:
+    groups: dict[int, list[bytes]] = defaultdict(list)
+    for anchor in anchors:
+        groups[anchor[0]].append(anchor)
+    return [tuple(groups[first]) for first in sorted(groups)]
 
 
 def _pick_engine(engine: str | None) -> str:
     wanted = (engine or os.environ.get("ROOTRANK_ENGINE") or "auto").lower()
-    if wanted == "python":
-        return "python"
+    if wanted in ("python", "off"):
+        return wanted
     try:
         import hyperscan  # noqa: F401
     except ImportError:
@@ -155,22 +262,21 @@ def _pick_engine(engine: str | None) -> str:
     return "hyperscan"
 
 
-def _fewest_letters(literal: bytes, frequency: Counter[int], folded_sample: bytes) -> bytes:
-    """The MIN_ANCHOR_LEN piece of a case-folded literal that is rarest in the sample."""
+def _fewest_letters(literal: bytes, choice: AnchorChoice, folded_sample: bytes, first_bytes: set[int]) -> bytes:
+    """The short piece of a case-folded literal that is rarest in the sample, preferring pieces whose
+    case variants start with bytes already scanned for."""
     if len(literal) <= MIN_ANCHOR_LEN:
         return literal
     pieces = [literal[i: i + n] for n in range(MIN_ANCHOR_LEN, MAX_FOLDED_ANCHOR_LEN + 1)
               for i in range(len(literal) - n + 1)]
 
-    def first_byte_cost(piece: bytes) -> int:
-        first = piece[:1]
-        return frequency[first.lower()[0]] + (frequency[first.upper()[0]] if first.isalpha() else 0)
+    def first_byte_cost(piece: bytes) -> float:
+        return sum(choice.byte_cost(b) for b in {piece[:1].lower()[0], piece[:1].upper()[0]} - first_bytes)
 
     # Pieces absent from the sample first (each occurrence is a line to look at); among those, the
-    # rarest first byte (the scan's skip speed), then the fewest occurrences. Each piece is counted once:
-    # a few hundred scans of the sample would cost more than the rest of a small diagnosis.
+    # cheapest first bytes (a pass each), then the fewest occurrences. Each piece is counted once.
     counts = {p: folded_sample.count(p) for p in set(pieces)}
-    return min(pieces, key=lambda p: (counts[p] > 0, first_byte_cost(p), counts[p], len(p), p))
+    return min(pieces, key=lambda p: (counts[p] > 0, first_byte_cost(p), counts[p], -len(p), p))
 
 
 def _case_variants(piece: bytes) -> set[bytes]:

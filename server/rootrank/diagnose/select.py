@@ -12,6 +12,7 @@ every input size and every engine gives the same diagnosis. Line numbers count e
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from collections.abc import Callable, Generator, Iterator
@@ -35,6 +36,19 @@ Census = Callable[[Buffer, int, int], None]
 def _sample(buf: Buffer, end: int, piece: int = 64 << 10, step: int = 512 << 10) -> bytes:
     """Slices spread over the first chunk: start-up output alone is not what the rest of a log looks like."""
     return b"".join(buf[i: min(i + piece, end)] for i in range(0, end, step))
+
+
+def _later_sample(handle: BinaryIO, read: int, size: int | None, piece: int = 256 << 10) -> bytes:
+    """Slices of the middle and the end of a file past what was read: a long run's chatter changes
+    (checkpoint saves, scheduler debug output, the failure itself) after its first chunk. Whole lines only."""
+    if size is None or size <= read + piece:
+        return b""
+    try:
+        fd = handle.fileno()
+        slices = [os.pread(fd, piece, at) for at in (read + (size - read) // 2 - piece // 2, size - piece)]
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        return b""
+    return b"".join(s[s.find(b"\n") + 1: s.rfind(b"\n") + 1] for s in slices)
 
 
 def _decode(raw: Buffer) -> str:
@@ -63,7 +77,7 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
     if first is None:
         return 0
     buf, cut = first
-    prefilter = prefilter_for(_sample(buf, cut))
+    prefilter = prefilter_for(_sample(buf, cut) + _later_sample(handle, chunks.read, chunks.size_hint))
     split = split_for(prefilter, chunks.read) if split_for is not None else None
     if split is not None:
         chunks.limit, chunks.extend = split.first_limit, split.claim

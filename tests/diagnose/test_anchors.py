@@ -1,0 +1,58 @@
+"""Anchors are chosen by how often they occur in the log itself, in a sample of its start, middle and end."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from pathlib import Path
+
+from rootrank.diagnose import select as select_mod
+from rootrank.diagnose.prefilter import AnchorChoice, Prefilter
+
+# Ordinary chatter that holds most of the literal "checkpointing.py failed to save" except its end.
+CHATTER = b"".join(b"[rank%d]: INFO checkpointing.py: saved shard %d of step %d\n" % (r, r, s)
+                   for s in range(300) for r in range(8))
+LITERAL = b"checkpointing.py failed to save"
+
+
+def _choice(sample: bytes, *literals: bytes) -> AnchorChoice:
+    return AnchorChoice(literals, Counter(sample[::4]), sample)
+
+
+def test_a_literal_anchors_on_a_window_the_log_does_not_hold() -> None:
+    choice = _choice(CHATTER, LITERAL)
+    anchor = choice.anchor_of[LITERAL]
+    assert anchor in LITERAL
+    assert CHATTER.count(anchor) == 0, anchor
+    assert not choice.common
+
+
+def test_longer_windows_win_ties() -> None:
+    choice = _choice(b"nothing to see here\n" * 100, b"Watchdog caught collective operation timeout")
+    assert len(choice.anchor_of[b"Watchdog caught collective operation timeout"]) == 12
+
+
+def test_a_literal_common_in_the_log_is_reported() -> None:
+    common = b"[rank3]: world_size 1024 ok\n" * 500
+    choice = _choice(common, b"world_size")
+    assert choice.common == [b"world_size"]
+
+
+def test_few_lines_selected_from_chatter() -> None:
+    prefilter = Prefilter([LITERAL.decode()], [], CHATTER)
+    data = CHATTER + b"[rank3]: checkpointing.py failed to save shard 3\n" + CHATTER
+    selected = prefilter.candidates(data, 0, len(data))
+    assert [data[s: data.index(b"\n", s)] for s in selected] == [b"[rank3]: checkpointing.py failed to save shard 3"]
+
+
+def test_the_middle_and_end_of_a_file_are_sampled(tmp_path: Path) -> None:
+    # Chatter that only starts after the first chunk still steers the anchors away from itself.
+    head = b"[rank0]: step 1 loss 2.0\n" * (select_mod.CHUNK_BYTES // 25 + 10)
+    log = tmp_path / "run.log"
+    log.write_bytes(head + CHATTER * 40)
+    with open(log, "rb") as handle:
+        later = select_mod._later_sample(handle, len(head), log.stat().st_size)
+    assert later and later.endswith(b"\n") and b"checkpointing.py" in later
+    assert select_mod._later_sample(io.BytesIO(head), 0, len(head)) == b""
+    choice = _choice(head[:1 << 20] + later, LITERAL)
+    assert CHATTER.count(choice.anchor_of[LITERAL]) == 0
