@@ -49,6 +49,11 @@ class Matcher:
             else:
                 self._exact[pattern.literal].append(index)
         self._blind = [digit_blind(p) for p in self._patterns]
+        # Patterns that tell digits apart, by their literal with digits blanked (as a shape has them): a
+        # text of a remembered shape may hold such a literal with other digits than the first one did.
+        self._telling = [(i, p.literal.translate(_BLANK_DIGITS).lower() if p.ignore_case
+                          else p.literal.translate(_BLANK_DIGITS), p.ignore_case)
+                         for i, p in enumerate(self._patterns) if not self._blind[i]]
         self._shapes: dict[str, list[int]] = {}
         self._anchor_regex: re.Pattern[str] | None = None
         self._literals_at: dict[str, frozenset[str]] = {}
@@ -87,7 +92,10 @@ class Matcher:
         if places is None:
             # Every candidate is tried once here, so that the places kept are right whichever of an
             # entry's patterns matches the next text of this shape.
-            places = [p for p in self._candidates(text) if not self._blind[p] or self._patterns[p].regex.search(text)]
+            found = {p for p in self._candidates(text) if self._blind[p] and self._patterns[p].regex.search(text)}
+            folded = shape.lower()
+            found.update(i for i, literal, fold in self._telling if literal in (folded if fold else shape))
+            places = sorted(found)
             if len(self._shapes) >= SHAPES:
                 self._shapes.clear()
             self._shapes[shape] = places
