@@ -80,7 +80,7 @@ def _root_cause(verdict: Verdict, collected: Collected, collateral: dict[int, Ev
     severity = entry.severity
     if cause is not None and cause.severity is not Severity.ERROR and entry.id == cause.rule:
         severity = cause.severity
-    host = collected.hosts.get(verdict.rank) if verdict.rank is not None else None
+    host = verdict.host or (collected.hosts.get(verdict.rank) if verdict.rank is not None else None)
     if host is None and cause is not None and cause.rank in (verdict.rank, None):
         host = cause.line.host
     return RootCause(
