@@ -7,6 +7,7 @@ from rootrank.diagnose.enrich import enrich
 from rootrank.diagnose.fixtext import render_fix
 from rootrank.diagnose.initiator import InitiatorFinder, Verdict, collateral_by_rank
 from rootrank.diagnose.launcher import LauncherReport
+from rootrank.diagnose.resume import resume_note
 from rootrank.library import Library
 from rootrank.model import (
     Candidate,
@@ -92,7 +93,8 @@ def _root_cause(verdict: Verdict, collected: Collected, collateral: dict[int, Ev
         line=cause.line.number if cause is not None else 0,
         evidence=evidence,
         why=why,
-        fix=render_fix(entry, collected.stacks, fields),
+        fix="\n\n".join(p for p in (resume_note(collected, cause, library),
+                                     render_fix(entry, collected.stacks, fields)) if p),
         verify=entry.verify,
         references=entry.references,
         source=cause.line.source if cause is not None else "-",
