@@ -82,3 +82,19 @@ def test_ray_dead_node_address_matches_the_worker_prefix_ip() -> None:
     assert root is not None
     assert (root.rule, root.host) == ("ray.node-dead", "10.0.0.3")
     assert sorted(c.rank for c in d.candidates) == [2, 3]
+
+
+def test_a_hardware_error_printed_by_a_rank_names_that_rank() -> None:
+    hosts = {0: "gpu-a", 1: "gpu-a", 2: "gpu-b", 3: "gpu-b"}
+    lines = [*_steps(hosts), _pdsh("gpu-b", 3, "RuntimeError: CUDA error: uncorrectable ECC error encountered"),
+             _pdsh("gpu-a", 0, TIMEOUT), _pdsh("gpu-a", 1, TIMEOUT)]
+    d = diagnose_text("\n".join(lines))
+    root = d.root_cause
+    assert root is not None
+    assert (root.rule, root.rank, root.host) == ("hardware.xid-memory-ecc", 3, "gpu-b")
+
+
+def test_nccl_debug_prefix_names_the_printing_host() -> None:
+    d = diagnose_paths([str(FIXTURE_LOGS / "network.ib-completion-error--nccl-1405-status12-vendor-err129" / "log.txt")])
+    assert d.root_cause is not None
+    assert (d.root_cause.rule, d.root_cause.host) == ("network.ib-completion-error", "kp-ddp-worker-0")

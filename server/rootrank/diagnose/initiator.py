@@ -14,6 +14,7 @@ candidates (see `HostEvidence`).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -33,6 +34,8 @@ HOST_LEVEL_CATEGORIES = {"hardware"}
 HOST_LEVEL_RULES = {"infra.slurm-node-failure", "infra.k8s-node-not-ready", "ray.node-dead"}
 PROCESS_LEVEL_RULES = {"hardware.cuda-kernel-fault"}  # printed by the rank itself, about its own kernels
 HOST_FIELDS = ("host", "node_address")  # captures that name the failed machine
+# NCCL's debug prefix "<host>:<pid>:<tid> [<cuda device>] ": the printing host (the bracket is a device, not a rank).
+NCCL_PREFIX = re.compile(r"(?:^|\s)(?P<host>[A-Za-z0-9][\w.-]{0,63}):\d{1,9}:\d{1,9} \[\d{1,3}\] ")
 
 
 @dataclass
@@ -326,7 +329,10 @@ def host_of(event: Event) -> str | None:
         value = event.fields.get(key)
         if value:
             return value
-    return event.line.host
+    if event.line.host:
+        return event.line.host
+    m = NCCL_PREFIX.search(event.line.raw, 0, 160)
+    return m["host"] if m else None
 
 
 def same_host(a: str, b: str) -> bool:
@@ -358,11 +364,13 @@ class HostEvidence:
         event = self._earliest(evidence)
         host = host_of(event) or ""
         on_host = self.ranks_on(host)
-        rank, how = self._rank_on_host(on_host, causes, units)
-        if rank is None and event.rank is not None:
-            # A hardware error the rank printed itself ("[rank3]: CUDA error: uncorrectable ECC ..."):
-            # the rank is known even when the host table is not.
-            rank, how = event.rank, f"rank {event.rank} printed it"
+        printed_by = self.finder._event_rank(event)
+        if printed_by is not None:
+            # A hardware error the rank printed itself ("[rank3]: CUDA error: uncorrectable ECC ..."): that
+            # rank is on the faulty device, whatever the others on its host did.
+            rank, how = printed_by, f"rank {printed_by} printed it"
+        else:
+            rank, how = self._rank_on_host(on_host, causes, units)
         others = [r for r in on_host if r != rank]
         where = f" (line {event.line.number} of {event.line.source})" if event.line.source != "-" else \
             f" (line {event.line.number})"

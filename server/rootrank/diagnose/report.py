@@ -5,7 +5,7 @@ from __future__ import annotations
 from rootrank.diagnose.collect import Collected
 from rootrank.diagnose.enrich import enrich
 from rootrank.diagnose.fixtext import render_fix
-from rootrank.diagnose.initiator import InitiatorFinder, Verdict, collateral_by_rank
+from rootrank.diagnose.initiator import InitiatorFinder, Verdict, collateral_by_rank, host_of
 from rootrank.diagnose.launcher import LauncherReport
 from rootrank.diagnose.resume import resume_note
 from rootrank.library import Library
@@ -83,7 +83,7 @@ def _root_cause(verdict: Verdict, collected: Collected, collateral: dict[int, Ev
         severity = cause.severity
     host = verdict.host or (collected.hosts.get(verdict.rank) if verdict.rank is not None else None)
     if host is None and cause is not None and cause.rank in (verdict.rank, None):
-        host = cause.line.host
+        host = host_of(cause)
     return RootCause(
         rule=entry.id,
         title=entry.title,
