@@ -365,6 +365,7 @@ class HostEvidence:
         host = host_of(event) or ""
         on_host = self.ranks_on(host)
         printed_by = self.finder._event_rank(event)
+        rank: int | None
         if printed_by is not None:
             # A hardware error the rank printed itself ("[rank3]: CUDA error: uncorrectable ECC ..."): that
             # rank is on the faulty device, whatever the others on its host did.
