@@ -119,6 +119,16 @@ async function diagnoseFile(uri?: vscode.Uri): Promise<void> {
   await diagnoseAndShow(open ? open.getText() : '', { label: baseName(target), uri: target, lineOffset: 0 }, target);
 }
 
+// A real failure bundled with the extension (a 2-rank HF Trainer run whose rank 0 was SIGKILLed while it
+// wrote a checkpoint), so a new user sees a report before their own run fails.
+const SAMPLE_LOG = 'client/samples/hf-trainer-2-ranks-killed-during-checkpoint-save.log';
+
+async function trySample(context: vscode.ExtensionContext): Promise<void> {
+  const uri = vscode.Uri.file(context.asAbsolutePath(SAMPLE_LOG));
+  await vscode.window.showTextDocument(uri, { preview: true, preserveFocus: true });
+  await diagnoseFile(uri);
+}
+
 async function onTerminalFailure(failed: FailedCommand): Promise<void> {
   const settings = readClientSettings(vscode.workspace.getConfiguration('rootrank'));
   if (!settings.notifyOnTerminalFailure || !server) return;
@@ -154,6 +164,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('rootrank.diagnoseFile', (uri?: vscode.Uri) => diagnoseFile(uri)),
     command('rootrank.restart', async () => { await server?.restart(); }),
     command('rootrank.showLog', () => { channel.show(); }),
+    command('rootrank.trySample', () => trySample(context)),
     vscode.window.registerWebviewPanelSerializer('rootrank.report', {
       deserializeWebviewPanel: (panel, state) => { ReportPanel.restore(panel, state); return Promise.resolve(); },
     }),

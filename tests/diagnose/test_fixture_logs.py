@@ -2,7 +2,7 @@
 
 Each case holds `log.txt` (or `logs/`, the several files of one run), the script that produced it and
 `expect.yaml`: `family` (the entry id, or `none` for a clean run), `initiating_rank`, `collateral_ranks`,
-`evidence` (substrings of the log), and `known_limitation` when the log cannot tell (an expected
+`evidence` (substrings of the log), `host` (the machine named, for host-level evidence), and `known_limitation` when the log cannot tell (an expected
 failure that must keep failing until the mechanism improves). A new case is a new folder.
 """
 
@@ -50,6 +50,9 @@ def test_fixture_diagnosis(case: Path) -> None:
     want_rank = expect.get("initiating_rank")
     if isinstance(want_rank, int) and not isinstance(want_rank, bool):
         assert root.rank == want_rank, f"initiating rank {root.rank}, expected {want_rank}: {root.why}"
+    want_host = expect.get("host")
+    if want_host:
+        assert root.host == want_host, f"host {root.host}, expected {want_host}: {root.why}"
     logs = [case / "log.txt", *sorted(f for f in (case / "logs").rglob("*") if f.is_file())]
     text = "\n".join(p.read_text(errors="replace") for p in logs if p.is_file())
     for evidence in expect.get("evidence") or []:

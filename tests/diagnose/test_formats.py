@@ -23,6 +23,12 @@ from rootrank.diagnose.formats.timestamps import find_time, parse_time
         ("2024-01-14T17:41:37.636863045Z [E ProcessGroupNCCL.cpp:828] [Rank 7] Watchdog caught", None, None, None, "[Rank 7] Watchdog caught"),
         ("W1129 23:35:14.945000 14686 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 14705 closing signal SIGTERM", None, None, None, "Sending process 14705 closing signal SIGTERM"),
         ("[2024-02-27T21:35:28.705869Z] [rank=1] || KeyError: 'x'", 1, None, None, "KeyError: 'x'"),
+        ("Dec  2 03:12:01 node-b kernel: NVRM: Xid (PCI:0000:06:00): 79, pid=1, GPU has fallen off the bus.", None, None,
+         "node-b", "NVRM: Xid (PCI:0000:06:00): 79, pid=1, GPU has fallen off the bus."),
+        ("Aug 24 22:10:00 spark kernel: NVRM: Xid (PCI:000f:01:00): 119, Timeout after 6s", None, None, "spark",
+         "NVRM: Xid (PCI:000f:01:00): 119, Timeout after 6s"),
+        ("2026-12-02T03:12:01+0000 gpu-07 kernel: [16450076.435595] NVRM: Xid (PCI:0000:3b:00): 48, pid=1", None, None,
+         "gpu-07", "NVRM: Xid (PCI:0000:3b:00): 48, pid=1"),
         ("plain text line", None, None, None, "plain text line"),
     ],
 )

@@ -343,6 +343,20 @@ await check('notebook-cell-squiggle', async () => {
   await shot('11-notebook-cell');
 });
 
+// 11c. "Try a Sample Failure" (after the reload checks, which expect the earlier report): the bundled real
+// log opens in an editor, and its report names rank 0 and says that the checkpoint being written when it
+// was killed may be partial
+await check('try-sample-failure', async () => {
+  await runCommand('rootrank: Try a Sample Failure');
+  const r = report();
+  await r.locator('.origin', { hasText: /^hf-trainer-2-ranks-killed-during-checkpoint-save\.log$/ }).waitFor({ timeout: 15000 });
+  await r.locator('.rank-badge', { hasText: 'initiating rank 0' }).waitFor({ timeout: 5000 });
+  await r.getByText('may be partial').first().waitFor({ timeout: 5000 });
+  await page.locator('.tabs-container .tab', { hasText: 'hf-trainer-2-ranks-killed-during-checkpoint-save.log' }).first()
+    .waitFor({ timeout: 5000 });
+  await shot('10b-sample-failure');
+});
+
 // 12. the extension's log (client + server): the settings it sent were understood, nothing crashed
 await check('server-log-clean', async () => {
   const logs = readdirSync(process.env.LOGS_DIR, { recursive: true }).filter(f => String(f).endsWith('rootrank.log'));

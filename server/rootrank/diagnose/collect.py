@@ -29,6 +29,7 @@ ROLE_WEIGHT = {Role.CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
 class RuleCount:
     count: int = 0
     first: Event | None = None
+    last: Event | None = None  # the state at the end of the run (the last save message, say)
     ranks: set[int] = field(default_factory=set)
 
 
@@ -101,6 +102,7 @@ class EventCollector:
         count.count += 1
         if count.first is None:
             count.first = event
+        count.last = event
         if rank is not None:
             count.ranks.add(rank)
         # A traceback is one unit; so is a single line that several entries match.

@@ -6,6 +6,10 @@ missing from the set of timed-out ranks, the odd one out in the collective they 
 that is behind in sequence numbers, or a culprit named by desync/flight-recorder reports. The
 launcher's own account (first exit, survivors at SIGTERM, the elastic "Root Cause") is weak evidence:
 it is second-resolution and often names a victim. When nothing decides, the candidates are listed.
+
+Host-level evidence (a GPU Xid in a node's kernel log, a node the scheduler lost) comes before all of
+that: it names a host, not a rank, and the ranks running on that host become the initiator or its
+candidates (see `HostEvidence`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,16 @@ def _finite_loss(text: str) -> bool:
 LAUNCHER_PATTERN_PREFIXES = ("elastic-", "spawn-", "deepspeed-minus", "calledprocesserror")
 
 
+# Entries whose evidence is about a machine rather than a process: what they report stops every rank
+# on that host, so they outrank what the ranks on other hosts print afterwards.
+HOST_LEVEL_CATEGORIES = {"hardware"}
+HOST_LEVEL_RULES = {"infra.slurm-node-failure", "infra.k8s-node-not-ready", "ray.node-dead"}
+PROCESS_LEVEL_RULES = {"hardware.cuda-kernel-fault"}  # printed by the rank itself, about its own kernels
+HOST_FIELDS = ("host", "node_address")  # captures that name the failed machine
+# NCCL's debug prefix "<host>:<pid>:<tid> [<cuda device>] ": the printing host (the bracket is a device, not a rank).
+NCCL_PREFIX = re.compile(r"(?:^|\s)(?P<host>[A-Za-z0-9][\w.-]{0,63}):\d{1,9}:\d{1,9} \[\d{1,3}\] ")
+
+
 @dataclass
 class Verdict:
     rank: int | None
@@ -47,6 +61,7 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
     candidates: list[tuple[int, str, str]] = field(default_factory=list)  # (rank, rule, why)
     undecided: str = ""
+    host: str | None = None  # the machine the evidence names, when it names one
 
 
 class InitiatorFinder:
@@ -112,6 +127,9 @@ class InitiatorFinder:
         suffering = {u.line.rank for u in units if u.role is Role.SYMPTOM and u.line.rank is not None}
         causes = [e for e in causes if e.line.rank is not None or self._event_rank(e) not in suffering]
         if causes:
+            on_host = HostEvidence(self).decide(causes, units)
+            if on_host is not None:
+                return on_host
             return self._from_causes(causes, units)
         # Only what ranks suffered as errors points at a stalled peer; warning-level symptoms (an NCCL
         # WARN line, a store shutting down at exit) also appear in runs that finished.
@@ -408,6 +426,114 @@ class InitiatorFinder:
 def is_launcher_report(event: Event) -> bool:
     """A launcher's line about a child (its exit code, the signal that killed it), not the child's own output."""
     return event.line.quoted or event.pattern.startswith(LAUNCHER_PATTERN_PREFIXES)
+
+
+def is_host_level(event: Event) -> bool:
+    if event.rule in PROCESS_LEVEL_RULES:
+        return False
+    return event.rule in HOST_LEVEL_RULES or event.rule.split(".", 1)[0] in HOST_LEVEL_CATEGORIES
+
+
+def host_of(event: Event) -> str | None:
+    """The machine an event is about: a host its text names (`Node failure on gpu-07`), else the host its
+    line prefix or file name tells (the kernel log of that node)."""
+    for key in HOST_FIELDS:
+        value = event.fields.get(key)
+        if value:
+            return value
+    if event.line.host:
+        return event.line.host
+    m = NCCL_PREFIX.search(event.line.raw, 0, 160)
+    return m["host"] if m else None
+
+
+def same_host(a: str, b: str) -> bool:
+    """`gpu-07` and `gpu-07.cluster.local` are one machine; IP addresses must match exactly."""
+    if a == b:
+        return True
+    if a.replace(".", "").isdigit() or b.replace(".", "").isdigit():
+        return False
+    return a.split(".", 1)[0] == b.split(".", 1)[0]
+
+
+class HostEvidence:
+    """Attribution of failures that a machine reports (kernel Xid lines, lost nodes).
+
+    Kernel-log lines have no rank: they attach to their host, and the ranks known to run there (from
+    rank prefixes seen with a host prefix, the launcher's per-host tables, srun's `host: task N`) are
+    the candidates. Among them the one with a failure of its own, or the one that alone did not report
+    a timeout, is the initiator; otherwise the host is named with its ranks as candidates.
+    """
+
+    def __init__(self, finder: InitiatorFinder) -> None:
+        self.finder = finder
+        self.col = finder.col
+
+    def decide(self, causes: list[Event], units: list[Event]) -> Verdict | None:
+        evidence = [e for e in causes if is_host_level(e) and host_of(e)]
+        if not evidence:
+            return None
+        event = self._earliest(evidence)
+        host = host_of(event) or ""
+        on_host = self.ranks_on(host)
+        printed_by = self.finder._event_rank(event)
+        rank: int | None
+        if printed_by is not None:
+            # A hardware error the rank printed itself ("[rank3]: CUDA error: uncorrectable ECC ..."): that
+            # rank is on the faulty device, whatever the others on its host did.
+            rank, how = printed_by, f"rank {printed_by} printed it"
+        else:
+            rank, how = self._rank_on_host(on_host, causes, units)
+        others = [r for r in on_host if r != rank]
+        where = f" (line {event.line.number} of {event.line.source})" if event.line.source != "-" else \
+            f" (line {event.line.number})"
+        reasons = [f"host {host} reported {event.rule}{where}: {event.line.text.strip()[:160]}"]
+        if on_host:
+            reasons.append(f"ranks on {host}: {ranks_text(on_host)}" + (f"; {how}" if how else ""))
+        later = sorted({r for e in causes if e is not event and (r := self.finder._event_rank(e)) is not None
+                        and r not in on_host})
+        if later:
+            reasons.append(f"failures of rank(s) {ranks_text(later)} on other hosts are consequences of the "
+                           f"host-level fault")
+        verdict = Verdict(rank=rank, cause=event, rule=event.rule, decided_by="host-level evidence",
+                          reasons=reasons, host=host,
+                          candidates=[(r, event.rule, f"runs on {host}") for r in others])
+        if rank is None and len(on_host) > 1:
+            verdict.undecided = (f"host {host} reported {event.rule}; the ranks on it ({ranks_text(on_host)}) are "
+                                 f"the candidates")
+        return verdict
+
+    @staticmethod
+    def _earliest(events: list[Event]) -> Event:
+        errors = [e for e in events if e.severity is Severity.ERROR] or events
+        if len(errors) > 1 and all(e.line.time is not None for e in errors):
+            return min(errors, key=lambda e: (e.line.time, e.order))
+        return min(errors, key=lambda e: e.order)
+
+    def ranks_on(self, host: str) -> list[int]:
+        ranks = {r for r, h in self.col.hosts.items() if h and same_host(h, host)}
+        launcher = self.finder.launcher
+        for child in launcher.exits:
+            where = child.host or child.agent
+            if child.rank is not None and where and same_host(where, host):
+                ranks.add(child.rank)
+        return sorted(ranks)
+
+    def _rank_on_host(self, on_host: list[int], causes: list[Event], units: list[Event]) -> tuple[int | None, str]:
+        if len(on_host) == 1:
+            return on_host[0], f"rank {on_host[0]} is the only rank on it"
+        if not on_host:
+            return None, ""
+        own = [e for e in causes if not is_host_level(e) and self.finder._event_rank(e) in on_host]
+        if own:
+            first = min(own, key=lambda e: e.order)
+            rank = self.finder._event_rank(first)
+            return rank, f"rank {rank} is the first of them with a failure of its own ({first.rule}, line {first.line.number})"
+        suffered = {r for u in units if u.role is Role.SYMPTOM and (r := self.finder._event_rank(u)) is not None}
+        silent = [r for r in on_host if r not in suffered]
+        if len(silent) == 1 and len(on_host) > 1:
+            return silent[0], f"rank {silent[0]} is the one on it that reported no timeout (it was stuck on the faulty device)"
+        return None, ""
 
 
 def collateral_by_rank(collected: Collected, verdict: Verdict, finder: InitiatorFinder) -> dict[int, Event]:

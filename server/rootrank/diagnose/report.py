@@ -8,8 +8,9 @@ from rootrank.diagnose.collect import Collected
 from rootrank.diagnose.confidence import Assessor
 from rootrank.diagnose.enrich import enrich
 from rootrank.diagnose.fixtext import render_fix
-from rootrank.diagnose.initiator import InitiatorFinder, Verdict, collateral_by_rank
+from rootrank.diagnose.initiator import InitiatorFinder, Verdict, collateral_by_rank, host_of
 from rootrank.diagnose.launcher import LauncherReport
+from rootrank.diagnose.resume import resume_note
 from rootrank.library import Library
 from rootrank.model import (
     Candidate,
@@ -93,9 +94,9 @@ def _root_cause(verdict: Verdict, collected: Collected, collateral: dict[int, Ev
     severity = entry.severity
     if cause is not None and cause.severity is not Severity.ERROR and entry.id == cause.rule:
         severity = cause.severity
-    host = collected.hosts.get(verdict.rank) if verdict.rank is not None else None
+    host = verdict.host or (collected.hosts.get(verdict.rank) if verdict.rank is not None else None)
     if host is None and cause is not None and cause.rank in (verdict.rank, None):
-        host = cause.line.host
+        host = host_of(cause)
     return RootCause(
         rule=entry.id,
         title=entry.title,
@@ -105,7 +106,8 @@ def _root_cause(verdict: Verdict, collected: Collected, collateral: dict[int, Ev
         line=cause.line.number if cause is not None else 0,
         evidence=evidence,
         why=why,
-        fix=render_fix(entry, collected.stacks, fields),
+        fix="\n\n".join(p for p in (resume_note(collected, cause, library),
+                                     render_fix(entry, collected.stacks, fields)) if p),
         verify=entry.verify,
         references=entry.references,
         source=cause.line.source if cause is not None else "-",

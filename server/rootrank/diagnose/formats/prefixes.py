@@ -50,6 +50,10 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     _p("determined-rank", r"\[rank=(?P<rank>\d{1,6})\]\s\|\|\s?", "["),
     # Ray: "(WorkerDict pid=835, ip=172.26.143.83) ", "(pid=4009) ", "(axolotl-hi-2-spot, pid=16959) ".
     _p("ray-worker", r"\((?:[\w.:-]{1,64},?\s)?pid=(?P<pid>\d{1,9})(?:,\sip=(?P<host>[\d.]{7,15}))?\)\s", "("),
+    # Kernel log lines as syslog/journalctl print them: "Dec  2 03:12:01 node-b kernel: [ 84.73] NVRM: ...",
+    # "2026-12-02T03:12:01+0000 node-b kernel: ...". They carry no rank: the host is what ties them to ranks.
+    _p("syslog-kernel", rf"(?:[A-Z][a-z]{{2}}\s{{1,2}}\d{{1,2}}\s\d\d:\d\d:\d\d|{_TS})\s(?P<host>[\w.-]{{1,64}})\s"
+                        r"kernel:\s(?:\[\s{0,12}\d{1,12}\.\d{1,9}\]\s)?", _DIGITS + "ADFJMNOS"),
     # Collector timestamps in front of everything: ISO 8601 (container runtime), with an optional pod name.
     _p("iso-stamp", rf"(?P<time>{_TS})\s+(?:(?P<host>[\w.-]{{1,64}})\s>>\s)?", _DIGITS),
     _p("bracket-iso-stamp", rf"[\[【](?P<time>{_TS})[\]】]\s?", "[【"),
