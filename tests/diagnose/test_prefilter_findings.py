@@ -113,9 +113,6 @@ def test_generated_root_cause_does_not_depend_on_the_prefilter(which: str, tmp_p
         assert _findings([str(log)])["root_cause"]["rank"] == planted
 
 
-@pytest.mark.xfail(strict=True, reason="launcher error tables: the rank a table row (`rank : 16 (local_rank: 0)`, its "
-                   "exitcode and signal) is charged to depends on unselected lines before the table, so collateral "
-                   "ranks and the why-line differ when every line is read (the same with the earlier prefilter)")
 @pytest.mark.parametrize("which", GENERATORS)
 def test_generated_findings_do_not_depend_on_the_prefilter(which: str, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
