@@ -7,8 +7,7 @@ diagnosis is exactly the batch one over the same bytes. Two things differ only w
 
 - A source's first lines are held back by the scanner to learn its prefix dialect (lines.py); until
   then the snapshot of the first source is a batch diagnosis of its bytes so far (a short job that
-  fails at start-up would otherwise show nothing before it ends), while they fit in the head kept for
-  the rank census (CENSUS_BYTES).
+  fails at start-up would otherwise show nothing before it ends), while they are under HEAD_BATCH_BYTES.
 - The rank census sweeps the stream's head as it arrives (a batch run sweeps its first chunk at once).
 
 `write` never blocks: what the pipeline has not read yet waits in memory, up to `max_pending` bytes;
@@ -29,7 +28,10 @@ from rootrank.diagnose.select import CENSUS_BYTES, Buffer
 from rootrank.library import Library
 from rootrank.model import Diagnosis
 
-LIVE_CHUNK_BYTES = 1 << 20
+LIVE_CHUNK_BYTES = 64 << 10  # the C scans of one chunk hold the interpreter lock: keep them short
+HEAD_BATCH_BYTES = 1 << 20
+# A snapshot costs time in the thread that reads the job's output: never more than a tenth of it.
+SNAPSHOT_COST_SHARE = 0.1
 MAX_PENDING_BYTES = 256 << 20
 
 
@@ -111,6 +113,7 @@ class LiveDiagnosis:
         self._first: _Feed | None = None
         self._consumed = 0  # bytes read by the pipeline since the last snapshot
         self._last_snapshot = 0.0
+        self._gap = interval  # the time to leave between snapshots: `interval`, longer if they are costly
         self._final: Diagnosis | None = None
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rootrank-live-diagnosis", daemon=True)
@@ -201,21 +204,22 @@ class LiveDiagnosis:
             fresh = self._consumed
         if not fresh:
             return None
-        wait = self._last_snapshot + self.interval - time.monotonic()
+        wait = self._last_snapshot + self._gap - time.monotonic()
         if wait > 0:
             return wait
         with self._cond:
             self._consumed = 0
-        self._last_snapshot = time.monotonic()
+        began = self._last_snapshot = time.monotonic()
         feeding = self._feeding
         if feeding is not None:
             feeding.sweep_head(self.pipeline.census.sweep, final=False)
         first = self._first
         if self.pipeline.scanner.probing and first is not None and first is feeding \
-                and len(first.head) < CENSUS_BYTES:
+                and len(first.head) < min(CENSUS_BYTES, HEAD_BATCH_BYTES):
             snapshot = _batch(bytes(first.head), first.name, first.path_hint, self.pipeline.library)
         else:
             snapshot = self.pipeline.result()
+        self._gap = max(self.interval, (time.monotonic() - began) / SNAPSHOT_COST_SHARE)
         self.latest = snapshot
         if self.on_update is not None:
             self.on_update(snapshot)

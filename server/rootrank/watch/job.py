@@ -27,7 +27,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-READ_BYTES = 1 << 16
+READ_BYTES = 1 << 20
+PIPE_BYTES = 1 << 20  # the job's pipes hold this much (Linux): fewer, bigger reads
+# While the diagnosis thread works, the pump must get the interpreter lock back at once after each
+# read and write (the default 5 ms switch interval would cap the pass-through at a pipe buffer per 5 ms).
+SWITCH_INTERVAL = 0.0002
 DRAIN_AFTER_EXIT = 2.0  # seconds to wait for output still in flight once the job has exited
 FORWARDED: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
 
@@ -77,6 +81,8 @@ def start(command: Sequence[str], use_pty: bool | None = None) -> Job:
         return Job(process, [(master, stdout, "tty")])
     process = subprocess.Popen(list(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, **_own_group())
     assert process.stdout is not None and process.stderr is not None
+    for pipe in (process.stdout, process.stderr):
+        _bigger_pipe(pipe.fileno())
     return Job(process, [(process.stdout.fileno(), stdout, "stdout"), (process.stderr.fileno(), stderr, "stderr")])
 
 
@@ -85,6 +91,15 @@ def _own_group() -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         return {"process_group": 0}
     return {"preexec_fn": os.setpgrp}
+
+
+def _bigger_pipe(fd: int) -> None:
+    import fcntl
+
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setsize is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, setsize, PIPE_BYTES)
 
 
 def _same_size(ours: int, slave: int) -> None:
@@ -118,6 +133,8 @@ class Pump(threading.Thread):
         self.error: BaseException | None = None
 
     def run(self) -> None:
+        previous = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL)
         selector = selectors.DefaultSelector()
         try:
             for fd, out, name in self.job.outputs:
@@ -151,6 +168,7 @@ class Pump(threading.Thread):
             self.error = exc
         finally:
             selector.close()
+            sys.setswitchinterval(previous)
 
 
 def _write_all(fd: int, data: bytes) -> None:

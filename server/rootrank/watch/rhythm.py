@@ -9,8 +9,10 @@ the threshold (`--stall SECONDS`), which also applies before the rhythm is learn
 progress line (imports, start-up, the rendezvous) a stall takes at least MIN_STALL seconds whatever
 the threshold: start-up is slow, not stuck, on a loaded machine.
 
-The bytes are scanned with one compiled pattern, at C speed, so a job printing as fast as it can is
-not slowed by this.
+A job printing as fast as it can must not be slowed by this: the pattern runs over the last TAIL_BYTES
+of each read only (where the latest step and ranks are); when those hold no progress line, a few plain
+substring searches over the rest (memchr speed) find whether any line could be one, and the pattern
+looks at that line alone.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ _PROGRESS = re.compile(
     rb"|\b\d+/\d+ \["
     rb"|\b(?:loss|lr)\b\s*[:=]?\s*[-+]?(?:\d|nan|inf)"
     rb"|\bheartbeat\b)")
+TAIL_BYTES = 2048
+_LITERALS = (b"step", b"Step", b"STEP", b"iter", b"Iter", b"epoch", b"Epoch", b"loss", b"Loss", b"it/s", b"s/it",
+             b"samples/s", b"tokens/s", b"tok/s", b"heartbeat", b"Heartbeat", b"lr")
 _RANK = re.compile(rb"^\s*(?:\[(?:rank|default)?(\d+)\]:?|(\d+): )|\brank[\s:=]*(\d+)", re.IGNORECASE)
 
 
@@ -48,7 +53,10 @@ class Rhythm:
         self.ticks = 0
 
     def observe(self, data: bytes) -> None:
-        hits = list(_PROGRESS.finditer(data))
+        tail = max(0, len(data) - TAIL_BYTES)
+        hits = list(_PROGRESS.finditer(data, tail))
+        if not hits and tail:
+            hits = self._earlier(data, tail)
         if not hits:
             return
         for hit in hits[-64:]:  # the step and the ranks of a long burst are in its last lines
@@ -69,6 +77,18 @@ class Rhythm:
             self.gaps.append(gap)
         self.last_tick = now
         self.ticks += 1
+
+    @staticmethod
+    def _earlier(data: bytes, end: int) -> list[re.Match[bytes]]:
+        for literal in _LITERALS:
+            at = data.rfind(literal, 0, end)
+            if at >= 0:
+                start = data.rfind(b"\n", 0, at) + 1
+                stop = data.find(b"\n", at)
+                hits = list(_PROGRESS.finditer(data, start, stop if stop >= 0 else len(data)))
+                if hits:
+                    return hits
+        return []
 
     @property
     def interval(self) -> float | None:
