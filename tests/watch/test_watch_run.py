@@ -100,3 +100,17 @@ def test_bad_usage_is_one_line_and_status_2(tmp_path: Path) -> None:
         assert done.returncode == 2, (args, done)
         assert len(done.stderr.decode().strip().splitlines()) <= 2 and b"rootrank" in done.stderr
         assert b"Traceback" not in done.stderr
+
+
+def test_an_editor_gets_a_status_file_when_it_asks_for_one(tmp_path: Path) -> None:
+    import json
+
+    env = dict(environment(), ROOTRANK_WATCH_STATUS_DIR=str(tmp_path / "status"))
+    done = subprocess.run([*rootrank_command(), "watch", "--", sys.executable, str(CLEAN), "3"], capture_output=True,
+                          env=env, timeout=120, check=False)
+    assert done.returncode == 3
+    (status_file,) = (tmp_path / "status").glob("*.json")
+    status = json.loads(status_file.read_text())
+    assert status["schema"] == "rootrank.watch-status/1"
+    assert status["state"] == "done" and status["exit_code"] == 3 and status["step"] == 199
+    assert status["command"][-1] == "3"
