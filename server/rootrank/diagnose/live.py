@@ -115,6 +115,7 @@ class LiveDiagnosis:
         self._last_snapshot = 0.0
         self._gap = interval  # the time to leave between snapshots: `interval`, longer if they are costly
         self._final: Diagnosis | None = None
+        self._settle: list[threading.Event] = []  # callers of settle() waiting for a current snapshot
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rootrank-live-diagnosis", daemon=True)
         self._thread.start()
@@ -147,6 +148,18 @@ class LiveDiagnosis:
             feed.pending += len(data)
             self._consumed += len(data)
             self._cond.notify_all()
+
+    def settle(self, timeout: float = 60) -> Diagnosis | None:
+        """Wait until the pipeline has read everything handed over, and return the snapshot of it."""
+        done = threading.Event()
+        with self._cond:
+            self._settle.append(done)
+            self._cond.notify_all()
+        while not done.wait(0.05):
+            timeout -= 0.05
+            if timeout <= 0 or self._done.is_set():
+                break
+        return self.latest
 
     def close(self, timeout: float | None = None) -> Diagnosis | None:
         """End of all input: wait for the pipeline and return the final diagnosis (None on timeout)."""
@@ -202,10 +215,15 @@ class LiveDiagnosis:
         if something new was read. Returns how long to wait before calling again (None: until bytes come)."""
         with self._cond:
             fresh = self._consumed
-        if not fresh:
+            settling, self._settle = self._settle, []
+        if settling and not fresh and self.latest is not None:
+            for event in settling:
+                event.set()
+            return None
+        if not fresh and not settling:
             return None
         wait = self._last_snapshot + self._gap - time.monotonic()
-        if wait > 0:
+        if wait > 0 and not settling:
             return wait
         with self._cond:
             self._consumed = 0
@@ -221,6 +239,8 @@ class LiveDiagnosis:
             snapshot = self.pipeline.result()
         self._gap = max(self.interval, (time.monotonic() - began) / SNAPSHOT_COST_SHARE)
         self.latest = snapshot
+        for event in settling:
+            event.set()
         if self.on_update is not None:
             self.on_update(snapshot)
         return None
@@ -230,3 +250,44 @@ def _batch(data: bytes, name: str, path_hint: str | None, library: Library) -> D
     pipeline = Pipeline(library)
     pipeline.feed_stream(name, io.BytesIO(data), path_hint)
     return pipeline.result()
+
+
+class GrowingText:
+    """A text that grows at its end (a log still being written, reloaded by an editor): each new version
+    that extends the previous one is diagnosed by feeding the live pipeline only the lines added; any
+    other change starts over. The last line counts once it has its newline (it may be half written)."""
+
+    def __init__(self, source: str = "-", library: Library | None = None) -> None:
+        self.source = source
+        self.library = library
+        self.live: LiveDiagnosis | None = None
+        self.fed = ""
+        self.restarts = 0  # how often a change was not an append (for tests and logs)
+
+    def extends(self, text: str) -> bool:
+        """True when `text` is the text fed so far with lines added at its end."""
+        return self.live is not None and bool(self.fed) and text.startswith(self.fed)
+
+    def feed(self, text: str) -> None:
+        """Hand over what `text` adds (all of it, after a change that was not an append); returns at once."""
+        if self.live is None or not text.startswith(self.fed):
+            self.close()
+            self.restarts += 1
+            self.live = LiveDiagnosis(self.library, interval=0.0)
+            self.live.start_source(self.source)
+            self.fed = ""
+        cut = text.rfind("\n") + 1
+        if cut > len(self.fed):
+            self.live.write(text[len(self.fed): cut].encode("utf-8", "replace"))
+            self.fed = text[:cut]
+
+    def diagnose(self, text: str, timeout: float = 60) -> Diagnosis | None:
+        """The diagnosis of `text`'s whole lines (None if the pipeline did not settle within `timeout`)."""
+        self.feed(text)
+        assert self.live is not None
+        return self.live.settle(timeout)
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.close(timeout=0)
+            self.live = None
