@@ -37,6 +37,7 @@ class Outcome:
     diagnosis: Diagnosis | None
     interrupted: bool
     watch: Watch
+    error: BaseException | None = None  # the watch broke (the job ran on, its output passed through)
 
 
 def run_command(command: Sequence[str], options: WatchOptions, sink: Sink, use_pty: bool | None = None,
@@ -73,7 +74,8 @@ def run_command(command: Sequence[str], options: WatchOptions, sink: Sink, use_p
     code = job_mod.exit_code(started.process.returncode)
     interrupted = bool(started.interrupted)
     final = watch.finish(list(streams.values()), code, "interrupted" if interrupted else "done")
-    return Outcome(code, final, interrupted, watch)
+    error = pump.error or next((live.error for live in watch.lives if live.error is not None), None)
+    return Outcome(code, final, interrupted, watch, error)
 
 
 def follow_paths(paths: Sequence[str], options: WatchOptions, sink: Sink, pids: Sequence[int] = (),

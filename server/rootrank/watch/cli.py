@@ -104,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"rootrank: following {', '.join(paths)} (Ctrl-C to stop)", file=sys.stderr)
         echo = _echo if args.echo else None
         outcome = follow_paths(paths, options, sink, args.pid, echo=echo)
+    if outcome.error is not None:
+        print(f"rootrank: internal error while watching: {type(outcome.error).__name__}: {outcome.error} "
+              "(the job's output passed through)", file=sys.stderr)
     final = outcome.diagnosis
     quiet = (outcome.exit_code in (0, None) and not outcome.interrupted and not outcome.watch.stalls
              and (final is None or not final.failed))

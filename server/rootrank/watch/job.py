@@ -158,7 +158,11 @@ class Pump(threading.Thread):
                     with self.lock:
                         _write_all(out, data)
                         self.ended_with_newline = data.endswith(b"\n")
-                    self.sinks[name](data)
+                    if self.error is None:
+                        try:
+                            self.sinks[name](data)
+                        except Exception as exc:  # the watch broke: the job's output still flows
+                            self.error = exc
                 if self.job.process.poll() is not None:
                     # Children of the job (a daemon it left) may hold the output open: not for ever.
                     exited_at = exited_at or time.monotonic()
