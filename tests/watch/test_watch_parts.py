@@ -121,3 +121,8 @@ def test_ranks_are_read_from_the_processes_environment_and_their_children_left_o
         launcher.wait()
     assert [r.rank for r in ranks] == [0, 1]
     assert all(r.local_rank == r.rank for r in ranks)
+
+
+def test_a_single_process_is_where_it_is() -> None:
+    odd, waiting, where = odd_ones_out([_stack(0, SLEEP)])  # type: ignore[arg-type]
+    assert verdict(odd, waiting, where) == "rank 0 is at train.py:15 in train_step"

@@ -142,7 +142,9 @@ def odd_ones_out(stacks: Sequence[RankStack]) -> tuple[list[RankStack], list[Ran
     ranks are in, with the job's line that called it; the odd ranks are the ones elsewhere. Without a
     collective, the place most ranks share; with no majority, nobody is named."""
     taken = [s for s in stacks if not s.error and s.frames]
-    if len(taken) < 2:
+    if len(taken) == 1:
+        return taken, [], ""  # one process: where it is is the answer
+    if not taken:
         return [], [], ""
     places = Counter(_place(s) for s in taken)
     in_collective = [p for p in places if p[0]]
@@ -170,18 +172,18 @@ def verdict(odd: Sequence[RankStack], waiting: Sequence[RankStack], waiting_in: 
                 "on this machine (look at the other nodes)")
     if not odd:
         return "the stacks do not tell one rank apart"
-    names = ", ".join(_where(s) for s in odd)
+    if not waiting:
+        return ", ".join(_where(s, "") for s in odd)
+    names = ", ".join(_where(s, "is not in the collective: it ") for s in odd)
     others = ", ".join(s.label.replace("rank ", "") for s in waiting)
-    if waiting:
-        return f"{names}; rank(s) {others} wait in {waiting_in}"
-    return names
+    return f"{names}; rank(s) {others} wait in {waiting_in}"
 
 
-def _where(stack: RankStack) -> str:
+def _where(stack: RankStack, lead: str) -> str:
     frame = stack.user_frame or (stack.frames[0] if stack.frames else None)
     if frame is None:
         return f"{stack.label} is elsewhere"
-    return f"{stack.label} is not in the collective: it is at {frame.where} in {frame.function}"
+    return f"{stack.label} {lead}is at {frame.where} in {frame.function}"
 
 
 def stacks_text(stacks: Sequence[RankStack]) -> str:
