@@ -42,40 +42,43 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
             continue
         call = site.call
         if site.api == "gradient_checkpointing_enable":
-            message = ("`gradient_checkpointing_enable()` without `gradient_checkpointing_kwargs`: transformers "
-                       "checkpoints reentrant (`use_reentrant=True`) and PyTorch warns on every call; pass "
-                       '`gradient_checkpointing_kwargs={"use_reentrant": False}`')
-            yield Violation(call.func, message, _kwargs_fixes(semantic, call))
+            message = ("`gradient_checkpointing_enable()` without `gradient_checkpointing_kwargs`: the mode is "
+                       "transformers' default, reentrant (`use_reentrant=True`) up to 4.57 and non-reentrant from 5.0; "
+                       'pass `gradient_checkpointing_kwargs={"use_reentrant": False}` to run the same mode on both')
+            yield Violation(call.func, message, _kwargs_fixes(semantic, call, site.api))
             continue
         message = (f"`{site.api}()` without `use_reentrant`: the default is the legacy reentrant mode, PyTorch warns "
                    "on every call and will require the argument; pass `use_reentrant=False` (recommended) or "
                    "`use_reentrant=True` to keep today's behaviour")
         keep = edits.fix(_KEEP.format("use_reentrant=True"), Applicability.SAFE,
-                         edits.add_keyword(semantic, call, "use_reentrant=True"))
+                         edits.add_keyword(semantic, call, "use_reentrant=True", site.api), keeps="reentrant")
         if any(k.arg not in CHECKPOINT_OWN_KEYWORDS for k in call.keywords):
             keep = None  # keyword arguments already make today's reentrant call raise: nothing worth keeping
         yield Violation(call.func, message, edits.fixes(
             edits.fix(_RECOMMENDED.format("use_reentrant=False"), Applicability.UNSAFE,
-                      edits.add_keyword(semantic, call, "use_reentrant=False")),
+                      edits.add_keyword(semantic, call, "use_reentrant=False", site.api)),
             keep,
         ))
     for args in semantic.training_arguments():
+        if semantic.trl_sets_non_reentrant(args):
+            continue
         call = args.node
         enabled = keyword(call, "gradient_checkpointing")
         if enabled is None or semantic.literal(enabled.value, args.frame) is not True:
             continue
         if keyword(call, "gradient_checkpointing_kwargs") or any(k.arg is None for k in call.keywords):
             continue
-        message = ("`gradient_checkpointing=True` without `gradient_checkpointing_kwargs`: transformers checkpoints "
-                   "reentrant (`use_reentrant=True`) and PyTorch warns on every step; add "
-                   '`gradient_checkpointing_kwargs={"use_reentrant": False}`')
-        yield Violation(enabled, message, _kwargs_fixes(semantic, call))
+        message = ("`gradient_checkpointing=True` without `gradient_checkpointing_kwargs`: the mode is transformers' "
+                   "default, reentrant (`use_reentrant=True`) up to 4.57 and non-reentrant from 5.0; add "
+                   '`gradient_checkpointing_kwargs={"use_reentrant": False}` to run the same mode on both')
+        yield Violation(enabled, message, _kwargs_fixes(semantic, call, ""))
 
 
-def _kwargs_fixes(semantic: Semantic, call: ast.Call) -> tuple[Fix, ...]:
+def _kwargs_fixes(semantic: Semantic, call: ast.Call, api: str) -> tuple[Fix, ...]:
     return edits.fixes(
         edits.fix(_RECOMMENDED.format('gradient_checkpointing_kwargs={"use_reentrant": False}'), Applicability.UNSAFE,
-                  edits.add_keyword(semantic, call, 'gradient_checkpointing_kwargs={"use_reentrant": False}')),
+                  edits.add_keyword(semantic, call, 'gradient_checkpointing_kwargs={"use_reentrant": False}', api)),
         edits.fix(_KEEP.format('gradient_checkpointing_kwargs={"use_reentrant": True}'), Applicability.SAFE,
-                  edits.add_keyword(semantic, call, 'gradient_checkpointing_kwargs={"use_reentrant": True}')),
+                  edits.add_keyword(semantic, call, 'gradient_checkpointing_kwargs={"use_reentrant": True}', api),
+                  keeps="reentrant"),
     )
