@@ -293,8 +293,11 @@ await check('watch-status-bar', async () => {
   await shot('8c-watch-stalled');
   await toast.locator('.monaco-button', { hasText: 'Open Report' }).click();
   await page.locator('.tabs-container .tab', { hasText: /stacks-1\.txt/ }).waitFor({ timeout: 15000 });
-  await runCommand('Terminal: Kill the Active Terminal Instance');  // ends the watched job with its terminal
+  // Ctrl-C in the terminal, as a user stops the job (killing the terminal left rootrank running there)
+  await runCommand('Terminal: Focus Terminal');
+  await page.keyboard.press('Control+C');
   await item.first().waitFor({ state: 'hidden', timeout: 60000 });
+  await runCommand('Terminal: Kill the Active Terminal Instance');
 });
 
 // 10. Diagnose a log file from the explorer's context menu

@@ -126,3 +126,11 @@ def test_ranks_are_read_from_the_processes_environment_and_their_children_left_o
 def test_a_single_process_is_where_it_is() -> None:
     odd, waiting, where = odd_ones_out([_stack(0, SLEEP)])  # type: ignore[arg-type]
     assert verdict(odd, waiting, where) == "rank 0 is at train.py:15 in train_step"
+
+
+def test_a_dump_of_a_process_without_thread_names() -> None:
+    # py-spy 0.4.2 on a script that never imported threading (seen on tests/vscode/workspace/stall.py)
+    dump = ("Process 2171: /usr/bin/python stall.py\nPython v3.11.7 (/usr/bin/python3.11)\n\n"
+            "Thread 2171 (idle)\n    <module> (stall.py:7)\n")
+    [(name, frames)] = parse_dump(dump)
+    assert name == "" and frames == (Frame("<module>", "stall.py", 7),)

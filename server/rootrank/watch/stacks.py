@@ -30,7 +30,8 @@ PTRACE_HINT = ("py-spy may not attach to the job's processes: ptrace is not perm
                "start it with --cap-add SYS_PTRACE; on macOS run with sudo)")
 # `    all_reduce (torch/distributed/distributed_c10d.py:3252)`
 _FRAME = re.compile(r"^\s+(?P<function>.+?) \((?P<file>.+):(?P<line>\d+)\)\s*$")
-_THREAD = re.compile(r'^Thread (?P<id>\S+) \((?P<state>[^)]*)\): "(?P<name>[^"]*)"')
+# `Thread 4242 (idle): "MainThread"`; a process that never imported threading has no thread names.
+_THREAD = re.compile(r'^Thread (?P<id>\S+) \((?P<state>[^)]*)\)(?:: "(?P<name>[^"]*)")?')
 _DENIED = re.compile(r"permission denied|operation not permitted|ptrace", re.IGNORECASE)
 # Calls of torch.distributed that wait for the other ranks.
 COLLECTIVES = frozenset({
@@ -62,7 +63,7 @@ def parse_dump(text: str) -> list[tuple[str, tuple[Frame, ...]]]:
     for line in text.splitlines():
         head = _THREAD.match(line)
         if head:
-            threads.append((head["name"], []))
+            threads.append((head["name"] or "", []))
             continue
         frame = _FRAME.match(line)
         if frame and threads:
