@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import sys
 from types import ModuleType
 
 import pytest
@@ -32,8 +33,9 @@ def require_module(name: str) -> ModuleType:
 
 
 def require_program(name: str) -> str:
-    """The path of program `name` on PATH, or skip (locally) / fail (CI) the calling test."""
-    found = shutil.which(name)
+    """The path of program `name` on PATH or beside this interpreter (installed into the test
+    environment, not activated), or skip (locally) / fail (CI) the calling test."""
+    found = shutil.which(name) or shutil.which(name, path=os.path.dirname(sys.executable))
     if found is None:
         if heavy_required():
             pytest.fail(f"{name} is required in CI but is not on PATH")

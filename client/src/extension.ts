@@ -15,6 +15,7 @@ import { TerminalWatcher, terminalSelection } from './terminal';
 import type { FailedCommand } from './terminal';
 import { shortCommand, stripAnsi } from './text';
 import type { Diagnosis } from './types';
+import { WatchStatusBar } from './watch';
 
 let server: RootrankServer | undefined;
 
@@ -177,6 +178,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
   );
+  // rootrank watch in the integrated terminal: its status in the status bar.
+  const watchBar = new WatchStatusBar(context, path.join(context.globalStorageUri.fsPath, 'watch'));
+  context.subscriptions.push(watchBar, command('rootrank.openWatchReport', () => watchBar.openReport()));
   const sub = await onDidChangePythonEnvironment(() => void server?.restart());
   if (sub) context.subscriptions.push(sub);
   await server.ready();

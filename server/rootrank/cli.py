@@ -61,6 +61,21 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     rules.add_argument("--format", choices=("text", "json"), default="text")
     rules.set_defaults(run=_run_rules)
 
+    watch = sub.add_parser("watch", help="run a job (rootrank watch -- CMD ...) or follow its log files, and "
+                                         "name the cause or the hung rank while it runs")
+    watch.add_argument("paths", nargs="*", metavar="PATH", help="log files or folders to follow (like tail -F)")
+    watch.add_argument("--stall", type=float, metavar="SECONDS",
+                       help="flag a stall after this long without progress (default: 5x the usual interval, "
+                            "at least 60 s)")
+    watch.add_argument("--kill-on-stall", action="store_true", help="stop the job once a stall is reported")
+    watch.add_argument("--out", metavar="DIR", help="where stacks and reports go (default: a temporary folder)")
+    watch.add_argument("--log", metavar="FILE", help="also save the job's output (both streams) to FILE")
+    watch.add_argument("--pid", type=int, action="append", default=[], metavar="PID",
+                       help="following files: the job's launcher pid, for stacks (default: the ranks found here)")
+    watch.add_argument("--echo", action="store_true", help="following files: print what they gain")
+    watch.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    watch.set_defaults(run=_run_watch, job=_after_dashes(argv))
+
     lsp = sub.add_parser("lsp", help="start the language server on stdio")
     lsp.set_defaults(run=_run_lsp)
     return parser
@@ -205,6 +220,20 @@ def _run_rules(args: argparse.Namespace) -> int:
         _write("".join(f"{e.id:<{width}}  {e.severity.value:<7}  {e.role.value:<7}  {e.title}\n" for e in entries))
     _report_library_problems()
     return EXIT_OK
+
+
+def _after_dashes(argv: Sequence[str]) -> list[str] | None:
+    """The job's command line of `rootrank watch [options] -- CMD ...`, None without `--`."""
+    argv = list(argv)
+    if "watch" not in argv or "--" not in argv[argv.index("watch"):]:
+        return None
+    return argv[argv.index("--", argv.index("watch")) + 1:]
+
+
+def _run_watch(args: argparse.Namespace) -> int:
+    from rootrank.watch.cli import run
+
+    return run(args)
 
 
 def _run_lsp(args: argparse.Namespace) -> int:

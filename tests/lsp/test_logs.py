@@ -102,3 +102,43 @@ async def test_large_log_reports_progress_and_can_be_cancelled(slow_logs: Langua
     reports = [r for reports in client.progress_reports.values() for r in reports
                if isinstance(r, types.WorkDoneProgressReport)]
     assert all(0 <= (r.percentage or 0) <= 100 for r in reports)
+
+
+async def test_a_log_that_grows_gets_diagnostics_from_the_lines_added(client: LanguageClient):
+    """A log still being written, reloaded as it grows: each version that only appends is diagnosed by the
+    live engine from the lines added, with the diagnostics a fresh open of the same text gets."""
+    text, expect = _fixture(RUN)
+    lines = text.splitlines(keepends=True)
+    cause = next(i for i, line in enumerate(lines) if "ValueError" in line and line.startswith("[rank2]"))
+    uri = open_document(client, "growing.log", "".join(lines[:5]), language_id="log")
+    first = await diagnostics_for(client, uri, version=1)
+    assert not any(d.severity == types.DiagnosticSeverity.Error for d in first)
+    change_document(client, uri, 2, "".join(lines[: cause + 5]))
+    grown = await diagnostics_for(client, uri, version=2, min_count=1)
+    assert any(d.message.startswith(f"initiating failure: rank {expect['initiating_rank']}") for d in grown)
+    change_document(client, uri, 3, text)
+    final = await diagnostics_for(client, uri, version=3, min_count=1)
+    fresh_uri = open_document(client, "fresh.log", text, language_id="log")
+    fresh = await diagnostics_for(client, fresh_uri, version=1, min_count=1)
+    assert [(d.range, d.message, d.code, d.severity) for d in final] == \
+        [(d.range, d.message, d.code, d.severity) for d in fresh]
+
+
+def test_a_growing_text_is_fed_only_what_was_added() -> None:
+    from rootrank.diagnose import diagnose_text
+    from rootrank.diagnose.live import GrowingText
+    from rootrank.render.json import diagnosis_to_json
+
+    text, _ = _fixture(RUN)
+    lines = text.splitlines(keepends=True)
+    growing = GrowingText("run.log")
+    for end in (3, 40, 70, len(lines)):
+        part = "".join(lines[:end])
+        assert growing.diagnose(part) is not None
+    assert growing.restarts == 1 and growing.fed == text
+    final = growing.live.close(timeout=60) if growing.live else None
+    assert final is not None
+    assert diagnosis_to_json(final) == diagnosis_to_json(diagnose_text(text, source="run.log"))
+    growing.feed("another text\n")  # not an append: starts over
+    assert growing.restarts == 2
+    growing.close()

@@ -65,12 +65,33 @@ def cli_env(**extra: str) -> dict[str, str]:
     return env
 
 
+# The CLI run in-process by a wrapper that records its own peak RSS (VmHWM, reset at exec) when it exits:
+# wait4's ru_maxrss of a child starts at the size of the process that forked it (the test runner).
+_PEAK_WRAPPER = (
+    "import atexit, os, runpy, sys\n"
+    "def _peak(path=os.environ.get('RR_TEST_PEAK_FILE')):\n"
+    "    try:\n"
+    "        with open('/proc/self/status') as status:\n"
+    "            hwm = next(line.split()[1] for line in status if line.startswith('VmHWM:'))\n"
+    "        with open(path, 'w') as out:\n"
+    "            out.write(hwm)\n"
+    "    except Exception:\n"
+    "        pass\n"
+    "if os.environ.get('RR_TEST_PEAK_FILE'):\n"
+    "    atexit.register(_peak)\n"
+    "sys.argv = ['rootrank', *sys.argv[1:]]\n"
+    "runpy.run_module('rootrank', run_name='__main__', alter_sys=True)\n")
+
+
 def run_cli(args: list[str], *, stdin: bytes | Path | None = None, env: dict[str, str] | None = None,
             timeout: float = 60, cwd: Path | None = None, allow_timeout: bool = False) -> Run:
-    """`python -m rootrank ARGS` in a child; its own peak RSS from wait4 (not the max over all children)."""
+    """`python -m rootrank ARGS` in a child; its own peak RSS (VmHWM where Linux has it, else wait4's)."""
     import tempfile
 
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp, \
+            tempfile.TemporaryDirectory() as peak_dir:
+        peak_file = Path(peak_dir) / "peak"
+        env = dict(env or cli_env(), RR_TEST_PEAK_FILE=str(peak_file))
         if isinstance(stdin, Path):
             stdin_handle: Any = open(stdin, "rb")  # noqa: SIM115
         else:
@@ -78,8 +99,8 @@ def run_cli(args: list[str], *, stdin: bytes | Path | None = None, env: dict[str
             inp.seek(0)
             stdin_handle = inp
         start = time.monotonic()
-        proc = subprocess.Popen([PY, "-m", "rootrank", *args], stdin=stdin_handle, stdout=out, stderr=err,
-                                env=env or cli_env(), cwd=cwd or REPO)
+        proc = subprocess.Popen([PY, "-c", _PEAK_WRAPPER, *args], stdin=stdin_handle, stdout=out, stderr=err,
+                                env=env, cwd=cwd or REPO)
         timer = threading.Timer(timeout, lambda: os.kill(proc.pid, signal.SIGKILL))
         timer.start()
         try:
@@ -92,8 +113,9 @@ def run_cli(args: list[str], *, stdin: bytes | Path | None = None, env: dict[str
         seconds = time.monotonic() - start
         out.seek(0)
         err.seek(0)
+        peak = int(peak_file.read_text()) if peak_file.is_file() and peak_file.read_text().isdigit() else usage.ru_maxrss
         result = Run(proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
-                     seconds, usage.ru_maxrss / 1024, proc.returncode == -signal.SIGKILL)
+                     seconds, peak / 1024, proc.returncode == -signal.SIGKILL)
     assert allow_timeout or not result.killed, f"rootrank {args} ran past {timeout}s"
     return result
 

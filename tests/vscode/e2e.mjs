@@ -278,6 +278,28 @@ await check('terminal-selection', async () => {
   await page.waitForFunction(async () => (await navigator.clipboard.readText()) === 'user clipboard', null, { timeout: 5000 });
 });
 
+// 9c. rootrank watch in the integrated terminal: the status bar follows the job; a stall notifies
+await check('watch-status-bar', async () => {
+  await runCommand('Terminal: Create New Terminal');  // created after activation: it has the status folder
+  await page.waitForTimeout(2500);
+  await page.locator('.terminal-wrapper .xterm').last().click();
+  const py = process.env.RR_PY || 'python3';
+  await page.keyboard.type(`${py} -m rootrank watch --stall 2 -- ${py} stall.py`);
+  await page.keyboard.press('Enter');
+  const item = page.locator('.statusbar-item', { hasText: /rootrank: .*stalled \d+ s at stall\.py:7/ });
+  await item.first().waitFor({ timeout: 60000 });
+  const toast = page.locator('.notification-toast', { hasText: /rootrank: .*stalled/ });
+  await toast.waitFor({ timeout: 15000 });
+  await shot('8c-watch-stalled');
+  await toast.locator('.monaco-button', { hasText: 'Open Report' }).click();
+  await page.locator('.tabs-container .tab', { hasText: /stacks-1\.txt/ }).waitFor({ timeout: 15000 });
+  // Ctrl-C in the terminal, as a user stops the job (killing the terminal left rootrank running there)
+  await runCommand('Terminal: Focus Terminal');
+  await page.keyboard.press('Control+C');
+  await item.first().waitFor({ state: 'hidden', timeout: 60000 });
+  await runCommand('Terminal: Kill the Active Terminal Instance');
+});
+
 // 10. Diagnose a log file from the explorer's context menu
 await check('explorer-diagnose-file', async () => {
   await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'crash.log' }).first().click({ button: 'right' });

@@ -152,7 +152,7 @@ say "playwright"
 rc=0
 ln -sfn "$PW/node_modules" "$RUN/node_modules"   # the script resolves playwright-core from here
 cp "$HERE/e2e.mjs" "$RUN/e2e.mjs"
-CS_URL="http://127.0.0.1:$PORT/?folder=$RUN/ws" OUT=$OUT SETTINGS=$RUN/ud/User/settings.json CRASH_LOG=$RUN/ws/crash.log LOGS_DIR=$RUN/ud/logs WS=$RUN/ws \
+RR_PY=$PY CS_URL="http://127.0.0.1:$PORT/?folder=$RUN/ws" OUT=$OUT SETTINGS=$RUN/ud/User/settings.json CRASH_LOG=$RUN/ws/crash.log LOGS_DIR=$RUN/ud/logs WS=$RUN/ws \
   "$N24/bin/node" "$RUN/e2e.mjs" || rc=$?
 if [ $rc -ne 0 ]; then
   # the extension's and the server's log, for the failure report

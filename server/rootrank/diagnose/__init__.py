@@ -9,6 +9,7 @@ report.py (the Diagnosis).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import sys
@@ -24,7 +25,7 @@ from rootrank.diagnose.parallel import SplitScan, can_split
 from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
 from rootrank.diagnose.read import InputError, Source, expand_paths
 from rootrank.diagnose.report import build_diagnosis
-from rootrank.diagnose.select import select_lines
+from rootrank.diagnose.select import Census, select_lines
 from rootrank.diagnose.truncated import may_be_cut, truncated_library
 from rootrank.library import Library, LogPattern, load_library
 from rootrank.model import Diagnosis, Role
@@ -74,9 +75,12 @@ class Pipeline:
 
     def feed_stream(self, source: str, handle: BinaryIO, path_hint: str | None = None,
                     on_progress: Callable[[int], None] | None = None, path: str | None = None,
-                    size: int | None = None) -> None:
+                    size: int | None = None, census: Census | None = None,
+                    chunk_bytes: int | None = None) -> None:
         """Feed a byte stream; only the lines that can matter reach the per-line pipeline (select.py).
-        A big file (`path`, `size`) also gets a second process to find candidate lines (parallel.py)."""
+        A big file (`path`, `size`) also gets a second process to find candidate lines (parallel.py).
+        `census` replaces the rank census's sweep of the stream's head and tail (a live stream sweeps
+        its head as it arrives)."""
         splits: list[SplitScan] = []
 
         def split_for(prefilter: Prefilter, already_read: int) -> SplitScan | None:
@@ -86,7 +90,7 @@ class Pipeline:
             return splits[-1]
 
         selected = select_lines(handle, self.prefilter, lambda: self.scanner.wants_every_line,
-                                self.census.sweep, on_progress, split_for)
+                                census or self.census.sweep, on_progress, split_for, chunk_bytes)
 
         def counted() -> Iterator[tuple[int, str]]:
             self.physical_lines += yield from selected
@@ -115,12 +119,15 @@ class Pipeline:
                     self.scanner.follow_until = line.number + FOLLOW_LINES
 
     def result(self) -> Diagnosis:
+        """The diagnosis of what was fed so far; feeding may go on (the collected state is not changed)."""
         collected = self.collector.out
-        collected.lines = self.physical_lines
-        collected.ranks_seen |= self.census.ranks
-        if not collected.ranks_seen:
-            collected.local_ranks_seen |= self.census.local_ranks
-        return build_diagnosis(self.collector.out, self.scanner.launcher.report, self.library)
+        ranks_seen = collected.ranks_seen | self.census.ranks
+        local_ranks_seen = collected.local_ranks_seen
+        if not ranks_seen:
+            local_ranks_seen = local_ranks_seen | self.census.local_ranks
+        snapshot = dataclasses.replace(collected, lines=self.physical_lines, ranks_seen=ranks_seen,
+                                       local_ranks_seen=local_ranks_seen, sources=list(collected.sources))
+        return build_diagnosis(snapshot, self.scanner.launcher.report, self.library)
 
 
 def match_pasted(match: Callable[[str], Matches], text: str, cut: Callable[[str], Matches] | None = None,

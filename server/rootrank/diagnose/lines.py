@@ -70,6 +70,9 @@ class LineScanner:
         self.launcher = LauncherParser()
         self.tracebacks = TracebackGrouper()
         self.follow_until = 0  # line number up to which a multi-line message's continuation may come
+        # True while a source's first lines are held back to learn its prefix dialect: nothing of that
+        # source has reached the collector yet (a live diagnosis looks at those lines another way).
+        self.probing = False
         self._last_number = 0
         self._text_facts = TextMemo(_facts)
         self.adoption = RankAdoption()
@@ -85,12 +88,14 @@ class LineScanner:
         logical = iter_logical_numbered(lines)
         dialect_probe = Dialect()
         buffered: list[tuple[int, str]] = []
+        self.probing = True
         for item in logical:
             buffered.append(item)
             dialect_probe.observe(item[1])
             if len(buffered) >= Dialect.SAMPLE:
                 break
         dialect = dialect_probe.decide()
+        self.probing = False
 
         def all_items() -> Iterator[tuple[int, str]]:
             yield from buffered

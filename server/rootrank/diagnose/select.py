@@ -62,16 +62,17 @@ def _decode(raw: Buffer) -> str:
 def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], dense: Callable[[], bool],
                  census: Census, on_progress: Callable[[int], None] | None = None,
                  split_for: Callable[[Prefilter, int], Split | None] | None = None,
-                 ) -> Generator[tuple[int, str], None, int]:
+                 chunk_bytes: int | None = None) -> Generator[tuple[int, str], None, int]:
     """(1-based physical line number, decoded line) for every selected line of the stream; returns the
     number of physical lines.
 
     `prefilter_for(sample)` builds the prefilter from the first chunk; `census(buf, start, end)` sweeps
     the head and tail chunks. `split_for(prefilter, bytes_read)` may start a second process for the rest
     of the file: this one then reads up to its boundary only, and afterwards just the selected lines of
-    the rest, found and numbered by the other process with the same prefilter.
+    the rest, found and numbered by the other process with the same prefilter. A stream still being
+    written (diagnose/live.py) reads in smaller `chunk_bytes`: the selection does not depend on it.
     """
-    chunks = LineChunks(cast(ReadsInto, handle), CHUNK_BYTES, MAX_LINE_BYTES, size_hint=remaining_bytes(handle))
+    chunks = LineChunks(cast(ReadsInto, handle), chunk_bytes or CHUNK_BYTES, MAX_LINE_BYTES, size_hint=remaining_bytes(handle))
     pieces = iter(chunks)
     first = next(pieces, None)
     if first is None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from rootrank.diagnose.live import GrowingText
     from rootrank.model import Diagnosis, Finding
 
 LOG = logging.getLogger("rootrank.lsp")
@@ -138,6 +139,13 @@ def diagnose_text(
     pipeline.feed_stream(source, _CancellableBytes(data, cancel), **options)
     result: Diagnosis = pipeline.result()
     return result
+
+
+def growing_text(source: str) -> GrowingText:
+    """The live diagnosis of a log document that grows at its end (diagnose/live.py)."""
+    from rootrank.diagnose.live import GrowingText
+
+    return GrowingText(source)
 
 
 def diagnosis_json(diagnosis: Diagnosis) -> dict[str, Any]:

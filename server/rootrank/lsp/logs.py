@@ -20,6 +20,7 @@ from rootrank.lsp import engine
 from rootrank.lsp.convert import LSP_SEVERITY, Lines, encoding_name
 
 if TYPE_CHECKING:
+    from rootrank.diagnose.live import GrowingText
     from rootrank.lsp.core import RootrankServer
     from rootrank.lsp.state import DocumentState
     from rootrank.model import Diagnosis, RootCause
@@ -112,9 +113,18 @@ def compute(
     encoding: str,
     cancel: threading.Event | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    growing: GrowingText | None = None,
 ) -> tuple[Diagnosis, list[types.Diagnostic]]:
-    """Runs in a worker thread; raises engine.DiagnosisCancelledError soon after `cancel` is set."""
-    diagnosis = engine.diagnose_text(text, source=path, cancel=cancel, on_progress=on_progress)
+    """Runs in a worker thread; raises engine.DiagnosisCancelledError soon after `cancel` is set.
+
+    A log that only grew since the last run (a file still being written, reloaded) is diagnosed by the
+    live engine from the lines added (`growing`); any other text in full, and `growing` starts over
+    from it in its own thread."""
+    diagnosis = growing.diagnose(text) if growing is not None and growing.extends(text) else None
+    if diagnosis is None:
+        diagnosis = engine.diagnose_text(text, source=path, cancel=cancel, on_progress=on_progress)
+        if growing is not None:
+            growing.feed(text)
     return diagnosis, to_diagnostics(diagnosis, Lines(text, encoding), uri)
 
 
@@ -153,8 +163,10 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
         if progress is not None:
             loop.call_soon_threadsafe(progress.report, done, total)
 
+    if state.growing is None:
+        state.growing = engine.growing_text(document.path or state.uri)
     work = loop.run_in_executor(ls.log_executor, compute, text, document.path or state.uri, state.uri, encoding,
-                                cancel, on_progress)
+                                cancel, on_progress, state.growing)
     outcome = "done"
     try:
         if progress is not None:
@@ -261,5 +273,12 @@ def register(server: RootrankServer) -> None:
         if ls.kind(params.text_document.uri) == KIND:
             ls.schedule(params.text_document.uri)
 
+    def closed(ls: RootrankServer, params: types.DidCloseTextDocumentParams) -> None:
+        state = ls.state(params.text_document.uri)
+        if state is not None and state.growing is not None:
+            state.growing.close()
+            state.growing = None
+
     server.on(types.TEXT_DOCUMENT_DID_OPEN, "logs", opened)
     server.on(types.TEXT_DOCUMENT_DID_CHANGE, "logs", changed)
+    server.on(types.TEXT_DOCUMENT_DID_CLOSE, "logs", closed)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from lsprotocol import types
 
+    from rootrank.diagnose.live import GrowingText
     from rootrank.model import Diagnosis, Finding
 
 
@@ -22,6 +23,7 @@ class DocumentState:
     diagnostics: list[types.Diagnostic] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     diagnosis: Diagnosis | None = None
+    growing: GrowingText | None = None  # a log document: its live diagnosis, for versions that only append
     # scheduling: one run at a time per document; edits during a run make it stale and schedule another
     timer: asyncio.TimerHandle | None = None
     task: asyncio.Task[None] | None = None

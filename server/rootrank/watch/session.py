@@ -1,0 +1,240 @@
+"""One watch: the job's output goes to the live diagnosis and the rhythm; causes, stalls and status
+go to a sink (the front end). The same for a job rootrank launched and for files it follows.
+
+- A cause: the moment the live diagnosis has a root cause of severity error that it did not have
+  (a new entry or another rank), the sink gets that diagnosis, at most MAX_CAUSE_NOTICES times.
+- A stall: no progress past the rhythm's threshold, or a watchdog/timeout line seen while the job
+  lives. Every rank's stack is taken (stacks.py), the odd one out named, the stacks written to a file;
+  the watch goes on (the job is stopped only with `kill_on_stall`). Progress re-arms it.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from rootrank.diagnose.live import LiveDiagnosis
+from rootrank.library import Library
+from rootrank.model import Diagnosis
+from rootrank.watch import stacks as stacks_mod
+from rootrank.watch.records import RankProcess, StallReport, WatchStatus
+from rootrank.watch.rhythm import Rhythm
+
+MAX_CAUSE_NOTICES = 5
+RANKS_REFRESH = 5.0  # seconds between looks for the job's rank processes
+# Entries that mean "a collective has been waiting too long" while the processes still live.
+WATCHDOG_RULES = frozenset({"distributed.collective-timeout", "distributed.nccl-watchdog-stuck",
+                            "distributed.rank-stalled"})
+
+
+class Sink(Protocol):
+    """Where a watch reports; called from the watch's threads, one call at a time."""
+
+    def cause(self, diagnosis: Diagnosis) -> None: ...
+
+    def stall(self, report: StallReport) -> None: ...
+
+    def status(self, status: WatchStatus) -> None: ...
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    stall: float | None = None  # seconds without progress that make a stall; None: learnt
+    kill_on_stall: bool = False
+    out_dir: Path | None = None  # stacks and report files; a temporary folder when None
+    pyspy: str | None = None
+    log: Path | None = None  # a copy of the output as the diagnosis read it
+
+
+class Stream:
+    """One output stream of the job (stdout, stderr, a file): whole lines go to the diagnosis, so two
+    streams read in turns never mix inside a line."""
+
+    def __init__(self, watch: Watch, live: LiveDiagnosis) -> None:
+        self.watch = watch
+        self.live = live
+        self.carry = b""
+
+    def write(self, data: bytes) -> None:
+        self.watch.rhythm.observe(data)
+        data = self.carry + data
+        cut = data.rfind(b"\n") + 1
+        self.carry = data[cut:]
+        if len(self.carry) > 1 << 20:  # a line without end (a progress bar's \r updates): hand it over
+            cut, self.carry = len(data), b""
+        if cut:
+            self.watch._to_diagnosis(self.live, data[:cut])
+
+    def flush(self) -> None:
+        if self.carry:
+            self.watch._to_diagnosis(self.live, self.carry)
+            self.carry = b""
+
+
+class Watch:
+    def __init__(self, options: WatchOptions, sink: Sink, find_ranks: Callable[[], list[RankProcess]],
+                 kill: Callable[[], None] | None = None, library: Library | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.options = options
+        self.sink = sink
+        self.find_ranks = find_ranks
+        self.kill = kill
+        self.library = library
+        self.clock = clock
+        self.rhythm = Rhythm(options.stall, clock)
+        self.lives: list[LiveDiagnosis] = []
+        self.causes: list[tuple[str, int | None]] = []
+        self.stalls: list[StallReport] = []
+        self._lock = threading.RLock()
+        self._stall_open = False  # a stall was reported and no progress came since
+        self._ticks_at_stall = 0
+        self._watchdog: str = ""
+        self._ranks: list[RankProcess] = []
+        self._ranks_at = -RANKS_REFRESH
+        self._status: WatchStatus | None = None
+        self._log = options.log.open("wb") if options.log else None
+        self._out_dir: Path | None = options.out_dir
+        self.quiet = False  # no more cause notices (the job is being stopped: its end is no news)
+        self.failed: Diagnosis | None = None  # the latest failing live diagnosis
+
+    # ------------------------------------------------------------------ input
+
+    def stream(self, name: str = "-", path_hint: str | None = None, live: LiveDiagnosis | None = None) -> Stream:
+        """A stream of output; streams given the same `live` are one source of one diagnosis."""
+        if live is None:
+            live = LiveDiagnosis(self.library, on_update=self._on_update)
+            live.start_source(name, path_hint)
+            self.lives.append(live)
+        return Stream(self, live)
+
+    def _to_diagnosis(self, live: LiveDiagnosis, data: bytes) -> None:
+        live.write(data)
+        if self._log is not None:
+            with self._lock:
+                self._log.write(data)
+
+    def _on_update(self, diagnosis: Diagnosis) -> None:
+        root = diagnosis.root_cause
+        if any(f.rule in WATCHDOG_RULES for f in diagnosis.findings) and not self._watchdog:
+            rule = next(f for f in diagnosis.findings if f.rule in WATCHDOG_RULES)
+            self._watchdog = f"{rule.title} (line {rule.line})"
+        if root is None or not diagnosis.failed:
+            return
+        key = (root.rule, root.rank)
+        with self._lock:
+            self.failed = diagnosis
+            if key in self.causes or len(self.causes) >= MAX_CAUSE_NOTICES or self.quiet:
+                return
+            self.causes.append(key)
+            self.sink.cause(diagnosis)
+
+    # ------------------------------------------------------------------ the clock
+
+    def tick(self, alive: bool = True) -> None:
+        """Look for a stall and update the status; call it every fraction of a second."""
+        if self._stall_open and self.rhythm.ticks > self._ticks_at_stall:
+            self._stall_open = False  # it moves again
+        if alive and not self._stall_open:
+            silent = self.rhythm.stalled()
+            reason = ""
+            if silent is not None:
+                reason = self.rhythm.describe()
+            elif self._watchdog:
+                reason = f"a collective timed out or hangs: {self._watchdog}"
+                self._watchdog = ""
+            if reason:
+                self._report_stall(reason)
+        self._publish_status(alive)
+
+    def ranks(self) -> list[RankProcess]:
+        now = self.clock()
+        if now - self._ranks_at >= RANKS_REFRESH:
+            self._ranks_at = now
+            try:
+                found = self.find_ranks()
+            except OSError:
+                found = []
+            if found:
+                self._ranks = found
+        return self._ranks
+
+    def _report_stall(self, reason: str) -> None:
+        self._stall_open = True
+        self._ticks_at_stall = self.rhythm.ticks
+        self._ranks_at = -RANKS_REFRESH
+        processes = self.ranks()
+        found, raw, problem = stacks_mod.dump_stacks(processes, self.options.pyspy)
+        odd, waiting, waiting_in = stacks_mod.odd_ones_out(found)
+        path = ""
+        if found and not problem:
+            path = str(self._write(f"stacks-{len(self.stalls) + 1}.txt",
+                                   stacks_mod.stacks_text(found) + "\n\n# py-spy dump, every thread\n\n" + raw))
+        report = StallReport(reason=reason, silent_for=self.rhythm.silent_for(), stacks=tuple(found),
+                             hung=tuple(odd), waiting=tuple(waiting), waiting_in=waiting_in,
+                             verdict=stacks_mod.verdict(odd, waiting, waiting_in) if found and not problem else "",
+                             stacks_path=path, problem=problem)
+        self.stalls.append(report)
+        with self._lock:
+            self.sink.stall(report)
+        if self.options.kill_on_stall and self.kill is not None:
+            self.kill()
+
+    def _publish_status(self, alive: bool, exit_code: int | None = None, state: str | None = None) -> None:
+        ranks = len(self._ranks) or len(self.rhythm.ranks)
+        step = self.rhythm.step
+        if state is None:
+            state = "stalled" if self._stall_open else "failed" if self.failed is not None else \
+                "running" if alive else "done"
+        if state == "stalled" and self.stalls:
+            last = self.stalls[-1]
+            hung = last.hung[0] if last.hung else None
+            where = f" at {hung.user_frame.where}" if hung is not None and hung.user_frame else ""
+            who = hung.label if hung is not None else "job"
+            text = f"{who} stalled {self.rhythm.silent_for():.0f} s{where}"
+        elif state == "failed" and self.failed is not None and self.failed.root_cause is not None:
+            root = self.failed.root_cause
+            who = f"rank {root.rank}, " if root.rank is not None else ""
+            text = f"failed: {who}{root.title}"
+        else:
+            parts = [f"{ranks} ranks" if ranks else "", f"step {step}" if step is not None else "",
+                     "ok" if state == "running" else state]
+            text = ", ".join(p for p in parts if p)
+        status = WatchStatus(state, ranks, step, text, str(self._out_dir or ""), exit_code)
+        if status != self._status:
+            self._status = status
+            with self._lock:
+                self.sink.status(status)
+
+    # ------------------------------------------------------------------ the end
+
+    def finish(self, streams: list[Stream], exit_code: int | None = None, state: str = "done",
+               timeout: float = 120) -> Diagnosis | None:
+        """The end of the output: the final diagnosis (of the first diagnosis, the job's own output)."""
+        for stream in streams:
+            stream.flush()
+        finals = [live.close(timeout) for live in self.lives]
+        if self._log is not None:
+            self._log.close()
+        final = finals[0] if finals else None
+        if final is not None and final.failed:
+            self.failed = final
+            state = "failed" if state == "done" else state
+        self._publish_status(False, exit_code, state)
+        return final
+
+    def write_report(self, name: str, text: str) -> Path:
+        return self._write(name, text)
+
+    def _write(self, name: str, text: str) -> Path:
+        if self._out_dir is None:
+            self._out_dir = Path(tempfile.gettempdir()) / f"rootrank-watch-{os.getpid()}"
+        self._out_dir.mkdir(parents=True, exist_ok=True)
+        path = self._out_dir / name
+        path.write_text(text, encoding="utf-8")
+        return path
