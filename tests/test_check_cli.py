@@ -1,4 +1,4 @@
-"""`rootrank check` through `rootrank.lint.cli` in-process: exit codes, formats, --fix, discovery."""
+"""`rootrank check` through `rootrank.check.cli` in-process: exit codes, formats, --fix, discovery."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rootrank.lint import cli
+from rootrank.check import cli
 
 BAD = "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n"
 COMPILED = ("import torch\nfrom torch.utils.checkpoint import checkpoint\n"

@@ -8,8 +8,8 @@ import ast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootrank.lint import check_source
-from rootrank.lint.fixes import apply_fixes
+from rootrank.check import check_source
+from rootrank.check.fixes import apply_fixes
 
 RULE = "checkpoint.use-reentrant-explicit"
 SPELLINGS = [

@@ -17,7 +17,7 @@ from rootrank.lsp.convert import range_from_json
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
-    from rootrank.lsp.server import RootrankServer
+    from rootrank.lsp.core import RootrankServer
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.rootrank"
 KINDS: list[types.CodeActionKind | str] = [types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL]
