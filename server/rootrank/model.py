@@ -192,6 +192,9 @@ class Finding:
     end_column: int
     message: str
     fixes: tuple[Fix, ...] = ()  # the preferred fix first
+    # The library versions the finding's truth depends on, as assumed: `transformers 4.57.6`, or
+    # `transformers: not found` (then the finding is at most a warning and its message names the versions).
+    assumes: tuple[str, ...] = ()
 
     @property
     def fix(self) -> Fix | None:

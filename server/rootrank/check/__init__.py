@@ -59,7 +59,7 @@ def filter_findings(findings: list[Finding], locator: Locator, options: CheckOpt
 
 def _check_python(source: str, path: str, locator: Locator, options: CheckOptions) -> list[Finding]:
     try:
-        semantic = collect(source, path, locator)
+        semantic = collect(source, path, locator, dict(options.versions))
     except SyntaxError as error:
         line = error.lineno or 1
         column = max(error.offset or 1, 1)

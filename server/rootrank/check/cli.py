@@ -8,6 +8,7 @@ seam: each is one function `(results) -> str` in `FORMATS` (text like a linter, 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ from rootrank import __version__
 from rootrank.check import CONFIG_SUFFIXES, CheckOptions, check_source
 from rootrank.check.fixes import apply_fixes
 from rootrank.check.options import matches
+from rootrank.environment import Environment, NoEnvironment, find_environment, roots_above
 from rootrank.model import Finding, Fix, plain
 
 LOG = logging.getLogger(__name__)
@@ -55,10 +57,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip these ids or prefixes, comma-separated")
     parser.add_argument("--no-noqa", action="store_true", help="ignore `# noqa` comments")
     parser.add_argument("--stdin-filename", metavar="NAME", help="the file name for source read from '-'")
+    parser.add_argument("--python", metavar="PATH", default="",
+                        help="the interpreter (or environment folder) the code runs with, whose library versions "
+                             "the findings assume; default: the active virtual environment, else a .venv next to "
+                             "or above the file, else rootrank's own interpreter (package metadata only)")
 
 
 def run(args: argparse.Namespace) -> int:
     options = CheckOptions(select=_ids(args.select), ignore=_ids(args.ignore), noqa=not args.no_noqa)
+    python = getattr(args, "python", "") or ""
+    try:
+        environments = Environments(python)
+        environments.for_path(".")  # a bad --python is bad usage, said before anything is checked
+    except NoEnvironment as error:
+        print(f"rootrank: {error}", file=sys.stderr)
+        return EXIT_ERROR
     unsafe = bool(getattr(args, "unsafe_fixes", False))
     fix = bool(getattr(args, "fix", False))
     results = Results()
@@ -70,16 +83,17 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     for path in paths:
         name = (args.stdin_filename or "-") if path == "-" else path
+        file_options = environments.options(options, "." if path == "-" else path)
         try:
             source = read_source(path)
             if fix and path != "-":
-                source, count = _fix_file(path, source, options, unsafe)
+                source, count = _fix_file(path, source, file_options, unsafe)
                 results.fixed += count
         except InputError as error:
             results.errors.append(str(error))
             continue
         sources[name] = source
-        results.findings.extend(check_source(source, name, options))
+        results.findings.extend(check_source(source, name, file_options))
     results.findings.extend(_cross_file(sources, options))
     order = {name: i for i, name in enumerate(sources)}
     results.findings.sort(key=lambda f: (order.get(f.path, len(order)), f.line, f.column, f.rule))
@@ -91,9 +105,34 @@ def run(args: argparse.Namespace) -> int:
         print(f"rootrank: {problem}", file=sys.stderr)
     if args.output_format == "text":
         _summary(results, fix, unsafe)
+        environments.summary(results.findings)
     if results.errors:
         return EXIT_ERROR
     return EXIT_FOUND if results.findings else EXIT_OK
+
+
+class Environments:
+    """The environment (and so the library versions) each checked file runs with, found once per folder."""
+
+    def __init__(self, python: str) -> None:
+        self.python = python
+        self.used: dict[str, Environment] = {}
+
+    def for_path(self, path: str) -> Environment:
+        roots = roots_above(path)
+        env = find_environment(self.python, roots)
+        self.used.setdefault(env.where, env)
+        return env
+
+    def options(self, options: CheckOptions, path: str) -> CheckOptions:
+        env = self.for_path(path)
+        return dataclasses.replace(options, versions=tuple(sorted(env.versions.items())))
+
+    def summary(self, findings: list[Finding]) -> None:
+        """One stderr line per environment whose versions a finding assumed (text output)."""
+        if any(f.assumes for f in findings):
+            for env in self.used.values():
+                print(f"Versions assumed: {env.describe()}.", file=sys.stderr)
 
 
 def _cross_file(sources: dict[str, str], options: CheckOptions) -> list[Finding]:
@@ -208,7 +247,8 @@ def _summary(results: Results, fix: bool, unsafe_fixes: bool) -> None:
 
 
 def format_text(results: Results) -> str:
-    return "".join(f"{f.path}:{f.line}:{f.column}: {f.rule} {f.message}\n" for f in results.findings)
+    return "".join(f"{f.path}:{f.line}:{f.column}: {f.rule} {f.message}"
+                   + (f" [{', '.join(f.assumes)}]" if f.assumes else "") + "\n" for f in results.findings)
 
 
 def finding_to_json(finding: Finding) -> dict[str, Any]:
@@ -218,6 +258,8 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
         "end_column": finding.end_column, "message": finding.message,
         "fix": _fix_to_json(finding.fix) if finding.fix else None,
     }
+    if finding.assumes:
+        data["assumes"] = list(finding.assumes)
     if len(finding.fixes) > 1:
         data["alternative_fixes"] = [_fix_to_json(f) for f in finding.fixes[1:]]
     return data
@@ -248,6 +290,7 @@ def format_sarif(results: Results) -> str:
         result: dict[str, Any] = {
             "ruleId": finding.rule, "ruleIndex": index[finding.rule],
             "level": _SARIF_LEVEL[finding.severity.value], "message": {"text": finding.message},
+            **({"properties": {"assumes": list(finding.assumes)}} if finding.assumes else {}),
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}, "region": _region(
                 finding.line, finding.column, finding.end_line, finding.end_column)}}],
         }

@@ -25,6 +25,8 @@ class Violation:
     node: ast.AST
     message: str
     fixes: tuple[Fix, ...] = ()
+    assumes: tuple[str, ...] = ()  # library versions the violation depends on (Finding.assumes)
+    at_most: Severity | None = None  # a cap on the entry's severity (a version that could not be read)
 
 
 RuleFunction = Callable[["Semantic"], Iterable[Violation]]

@@ -1,6 +1,6 @@
-"""The training stack the checked code runs with: which library versions are installed (environment.py) and
-what each version does (facts.py, reading the one version-facts table, versions.yaml).
+"""What each version of the training stack does: the one version-facts table (versions.yaml) and the
+answers read from it (facts.py), for the versions rootrank.environment finds installed.
 
-Engine side: `rootrank check`, the hover, the fixes and the docs ask it; it knows nothing of its front ends
+Engine side: `rootrank check`, its fixes, the hover and the docs ask it; it knows nothing of its front ends
 and never imports the libraries it describes.
 """

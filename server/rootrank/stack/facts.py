@@ -46,9 +46,20 @@ class Topic:
         return next((r for r in self.rows if r.admits(version)), None)
 
     def versions_where(self, value: Any) -> str:
-        """`transformers >=4.38.0,<5.0.0`: where the topic has this value (rows joined with ' or ')."""
-        ranges = [r.versions.text for r in self.rows if r.value == value]
-        return f"{self.library} {' or '.join(ranges)}" if ranges else f"no {self.library} version read"
+        """`transformers >=4.38.0,<5.0.0`: where the topic has this value."""
+        return self._spell([r for r in self.rows if r.value == value])
+
+    def versions_where_not(self, value: Any) -> str:
+        return self._spell([r for r in self.rows if r.value != value])
+
+    def _spell(self, rows: list[Row]) -> str:
+        if not rows:
+            return f"no {self.library} version read"
+        # Adjacent rows (`<4.38.0` and `>=4.38.0,<5.0.0`) read as one range (`<5.0.0`).
+        clauses = [c for r in rows for c in r.versions.clauses]
+        bounds = {c.version for c in clauses if c.op == "<"} & {c.version for c in clauses if c.op == ">="}
+        kept = [f"{c.op}{c.version}" for c in clauses if not (c.op in ("<", ">=") and c.version in bounds)]
+        return f"{self.library} {','.join(kept) or 'any version'}"
 
 
 @dataclass(frozen=True, slots=True)
