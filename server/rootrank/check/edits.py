@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from rootrank.check import hf
 from rootrank.check.semantic import CHECKPOINT_OWN_KEYWORDS, Semantic
 from rootrank.model import Applicability, Edit, Fix
 
@@ -68,8 +69,10 @@ def use_non_reentrant(semantic: Semantic, call: ast.Call, api: str) -> Fix | Non
     """The unsafe fix shared by the reentrant-* rules: switch this call to non-reentrant checkpointing."""
     if api in ("checkpoint_wrapper", "apply_activation_checkpointing"):
         return None  # the enum needs an import that may not be there; the message says what to write
-    if api == "gradient_checkpointing_enable":
-        edit = set_keyword(semantic, call, "gradient_checkpointing_kwargs", '{"use_reentrant": False}')
+    if hf.is_enable(api):
+        if call.args:
+            return None  # the kwargs are passed positionally: a keyword would be a second value for them
+        edit = set_keyword(semantic, call, hf.kwargs_name(api), '{"use_reentrant": False}')
     else:
         edit = set_keyword(semantic, call, "use_reentrant", "False")
     return fix("Use non-reentrant checkpointing (`use_reentrant=False`)", Applicability.UNSAFE, edit)

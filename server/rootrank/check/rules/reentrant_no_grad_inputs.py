@@ -91,7 +91,7 @@ def _peft(semantic: Semantic, peft: ast.Call) -> Iterator[Violation]:
         return
 
     def message(name: str) -> str:
-        return ("reentrant activation checkpointing on a PEFT model without `enable_input_require_grads()` "
+        return ("reentrant gradient checkpointing on a PEFT model without `enable_input_require_grads()` "
                 f"(PEFT wraps the model at {at_line(peft)}): the frozen embeddings feed the first checkpointed "
                 "block inputs that do not require grad, so the adapters get no gradient; pass "
                 f'`{name}={{"use_reentrant": False}}` or call `model.enable_input_require_grads()`')
