@@ -40,7 +40,7 @@ def check_source(source: str, path: str, options: CheckOptions | None = None) ->
         if is_config(path):
             from rootrank.check.configs import check_config
 
-            findings = check_config(source, path, locator)
+            findings = check_config(source, path, locator, dict(options.versions))
         else:
             findings = _check_python(source, path, locator, options)
     except Exception:  # a bug of ours must not take the editor or the CLI down with it
