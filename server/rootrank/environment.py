@@ -32,7 +32,7 @@ NEARBY = "a .venv near the file"
 OWN = "rootrank's own interpreter"
 
 
-class NoEnvironment(ValueError):
+class NoEnvironmentError(ValueError):
     """An explicit interpreter with no environment to read (one line, for the CLI's stderr)."""
 
 
@@ -149,7 +149,7 @@ def roots_above(path: str | Path, limit: int = 12) -> tuple[str, ...]:
 
 
 def find_environment(python: str, roots: tuple[str, ...]) -> Environment:
-    """The environment the code runs in (module docstring). Raises NoEnvironment when `python` is given
+    """The environment the code runs in (module docstring). Raises NoEnvironmentError when `python` is given
     and has no site-packages.
 
     Read again at most once a minute, so installing or upgrading a library shows up without a restart.
@@ -163,7 +163,7 @@ def _find_environment(python: str, roots: tuple[str, ...], _minute: int) -> Envi
         sites = site_packages(prefix)
         if origin == EXPLICIT:
             if not sites:
-                raise NoEnvironment(f"--python {python}: no site-packages under {prefix}")
+                raise NoEnvironmentError(f"--python {python}: no site-packages under {prefix}")
             return Environment(str(sites[0]), _read_versions(sites[0]), EXPLICIT)
         for site in sites:
             versions = _read_versions(site)

@@ -21,7 +21,7 @@ from rootrank import __version__
 from rootrank.check import CONFIG_SUFFIXES, CheckOptions, check_source
 from rootrank.check.fixes import apply_fixes
 from rootrank.check.options import matches
-from rootrank.environment import Environment, NoEnvironment, find_environment, roots_above
+from rootrank.environment import Environment, NoEnvironmentError, find_environment, roots_above
 from rootrank.model import Finding, Fix, plain
 
 LOG = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         environments = Environments(python)
         environments.for_path(".")  # a bad --python is bad usage, said before anything is checked
-    except NoEnvironment as error:
+    except NoEnvironmentError as error:
         print(f"rootrank: {error}", file=sys.stderr)
         return EXIT_ERROR
     unsafe = bool(getattr(args, "unsafe_fixes", False))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 _VERSION = re.compile(r"^\s*v?(\d+(?:\.\d+)*)(?:[-_.]?(a|b|rc|alpha|beta|c|pre|preview|dev)[-_.]?(\d*))?"
                       r"(?:[-_.]?post[-_.]?(\d*))?(?:\.?dev(\d*))?(?:\+[\w.]+)?\s*$", re.IGNORECASE)
 _PRE = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2, "dev": -1}
-_CLAUSE = re.compile(r"^\s*(==|!=|>=|<=|>|<|~=)\s*([\w.*+!-]+)\s*$")
+_CLAUSE = re.compile(r"^\s*(==|!=|>=|<=|>|<)\s*([\w.*+!-]+)\s*$")
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -53,10 +53,6 @@ class Clause:
         bound = Version.parse(self.version)
         if bound is None:
             return False
-        if self.op == "~=":
-            upper = Version(bound.release[:-1][:-1] + (bound.release[:-1][-1] + 1,), (-1, 0), -1) \
-                if len(bound.release) > 1 else None
-            return v >= bound and (upper is None or v < upper)
         return {"==": v == bound, "!=": v != bound, ">=": v >= bound, "<=": v <= bound,
                 ">": v > bound, "<": v < bound}[self.op]
 
