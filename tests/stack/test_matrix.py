@@ -138,7 +138,7 @@ def _check(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_lora_trainer_run_and_check_agree(column: str, tmp_path: Path) -> None:
     """The LoRA script fails on 4.57 and trains on 5.x, and `rootrank check` says so for each."""
     require_module("peft")
-    seen, versions = observe(column)
+    _, versions = observe(column)
     python = interpreter(column)
     script = tmp_path / "train.py"
     shutil.copy(LORA, script)

@@ -21,7 +21,7 @@ TARGETS = {
     "checkpoint": "torch.utils.checkpoint.checkpoint",
     "checkpoint_sequential": "torch.utils.checkpoint.checkpoint_sequential",
     "gradient_checkpointing_enable": "transformers PreTrainedModel.gradient_checkpointing_enable",
-    "activation_checkpointing_enable": "transformers PreTrainedModel.activation_checkpointing_enable (>= 5.23)",
+    "activation_checkpointing_enable": "transformers PreTrainedModel.activation_checkpointing_enable",
     "checkpoint_wrapper": "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper",
     "apply_activation_checkpointing": "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
                                       ".apply_activation_checkpointing",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from rootrank.check import hf
 from rootrank.check.calls import CHECKPOINTING, TARGETS
 from rootrank.environment import version_tuple
+from rootrank.stack import facts as version_facts
 
 if TYPE_CHECKING:
     from rootrank.check.calls import Call, FileFacts
@@ -182,7 +183,8 @@ def coverage(call: Call, facts: FileFacts) -> str:
         every = kw.get("every_n_layers")
         text = "every layer of the model that supports gradient checkpointing (typically each decoder block)"
         if every:
-            text = f"every {every}-th decoder layer (`every_n_layers={every}`, transformers >= 5.16)"
+            since = version_facts.topic("transformers.every-n-layers").versions_where(True)
+            text = f"every {every}-th decoder layer (`every_n_layers={every}`, {since})"
     elif call.name == "checkpoint_wrapper":
         text = f"the wrapped module `{call.args[0]}`" if call.args else "the wrapped module"
     elif call.name == "apply_activation_checkpointing":
