@@ -93,10 +93,12 @@ def test_positions_are_characters_not_bytes() -> None:
     assert fixed.splitlines()[1].endswith("checkpoint(f, x, use_reentrant=True)")
 
 
-def test_preferred_fix_is_recommended_and_fix_all_falls_back_to_safe() -> None:
+def test_the_preferred_fix_is_the_safe_one_and_the_recommendation_follows() -> None:
     (finding,) = check_source(MISSING, "a.py")
-    assert finding.fix is not None and finding.fix.applicability is Applicability.UNSAFE
-    assert "use_reentrant=False" in finding.fix.edits[0].text
+    assert finding.fix is not None and finding.fix.applicability is Applicability.SAFE
+    assert "use_reentrant=True" in finding.fix.edits[0].text
+    assert [f.applicability for f in finding.ordered_fixes] == [Applicability.SAFE, Applicability.UNSAFE]
+    assert "use_reentrant=False" in finding.fixes[0].edits[0].text  # the rule's recommendation, listed first
     assert apply_fixes(MISSING, [finding]).endswith("checkpoint(f, x, use_reentrant=True)\n")
     assert apply_fixes(MISSING, [finding], unsafe=True).endswith("checkpoint(f, x, use_reentrant=False)\n")
 

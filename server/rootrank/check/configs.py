@@ -109,7 +109,7 @@ class _Config:
         if at_most is not None and severity is Severity.ERROR:
             severity = at_most
         return Finding(rule, severity, self.path, key.line, key.column,
-                       key.line, key.column + len(self._key_text(key)), message + note, fixes, assumes)
+                       key.line, key.column + len(self._key_text(key)), message + note, fixes, assumes=assumes)
 
     def _key_text(self, key: Key) -> str:
         text = self.locator.line_text(key.line)[key.column - 1:]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 from rootrank.check import hf
-from rootrank.check.semantic import CHECKPOINT_OWN_KEYWORDS, Semantic
+from rootrank.check.semantic import CHECKPOINT_OWN_KEYWORDS, Semantic, bound_positionally
 from rootrank.model import Applicability, Edit, Fix
 
 
@@ -19,8 +19,18 @@ def replace(semantic: Semantic, node: ast.AST, text: str) -> Edit:
     return Edit(line, column, end_line, end_column, text)
 
 
-def add_keyword(semantic: Semantic, call: ast.Call, text: str) -> Edit | None:
-    """Insert `text` (e.g. `use_reentrant=False`) as the last argument of `call`; None when unsafe to place."""
+def add_keyword(semantic: Semantic, call: ast.Call, text: str, api: str = "") -> Edit | None:
+    """Insert `text` (e.g. `use_reentrant=False`) as the last argument of `call`; None when unsafe to place.
+
+    Never where the call could then bind the argument twice (`TypeError: got multiple values`): when
+    a `**kwargs` spread may already carry it, or (for a known `api`) a positional argument binds it.
+    """
+    name = text.split("=", 1)[0].strip()
+    if any(k.arg is None or k.arg == name for k in call.keywords):
+        return None
+    positional, starred = bound_positionally(call, api)
+    if starred or any(k.arg == name for k in positional):
+        return None
     arguments: list[ast.AST] = [*call.args, *call.keywords]
     if any(isinstance(a, ast.GeneratorExp) for a in call.args) and len(arguments) == 1:
         return None  # `f(x for x in y)`: the generator's parentheses are the call's; leave it to a human.
@@ -33,18 +43,24 @@ def add_keyword(semantic: Semantic, call: ast.Call, text: str) -> Edit | None:
     return Edit(end_line, end_column, end_line, end_column, f", {text}")
 
 
-def set_keyword(semantic: Semantic, call: ast.Call, name: str, value: str) -> Edit | None:
-    """Make `name=value` hold in `call`: replace the existing value, or add the keyword."""
-    for keyword in call.keywords:
+def set_keyword(semantic: Semantic, call: ast.Call, name: str, value: str, api: str = "") -> Edit | None:
+    """Make `name=value` hold in `call`: replace the existing value (passed by keyword, or by position for
+    a known `api`), or add the keyword."""
+    positional, starred = bound_positionally(call, api)
+    for keyword in (*positional, *call.keywords):
         if keyword.arg == name:
             return replace(semantic, keyword.value, value)
-    return add_keyword(semantic, call, f"{name}={value}")
+    if starred:
+        return None
+    return add_keyword(semantic, call, f"{name}={value}", api)
 
 
-def fix(title: str, applicability: Applicability, *edits: Edit | None) -> Fix | None:
+def fix(title: str, applicability: Applicability, *edits: Edit | None, keeps: str = "") -> Fix | None:
+    """A fix of `edits`, or None when one of them could not be placed. `keeps`: the behaviour the fix
+    keeps as it is (see Fix.keeps)."""
     if not edits or any(e is None for e in edits):
         return None
-    return Fix(title, applicability, tuple(e for e in edits if e is not None))
+    return Fix(title, applicability, tuple(e for e in edits if e is not None), keeps)
 
 
 def fixes(*candidates: Fix | None) -> tuple[Fix, ...]:
@@ -70,9 +86,7 @@ def use_non_reentrant(semantic: Semantic, call: ast.Call, api: str) -> Fix | Non
     if api in ("checkpoint_wrapper", "apply_activation_checkpointing"):
         return None  # the enum needs an import that may not be there; the message says what to write
     if hf.is_enable(api):
-        if call.args:
-            return None  # the kwargs are passed positionally: a keyword would be a second value for them
-        edit = set_keyword(semantic, call, hf.kwargs_name(api), '{"use_reentrant": False}')
+        edit = set_keyword(semantic, call, hf.kwargs_name(api), '{"use_reentrant": False}', api)
     else:
-        edit = set_keyword(semantic, call, "use_reentrant", "False")
+        edit = set_keyword(semantic, call, "use_reentrant", "False", api)
     return fix("Use non-reentrant checkpointing (`use_reentrant=False`)", Applicability.UNSAFE, edit)

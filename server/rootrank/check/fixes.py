@@ -1,17 +1,61 @@
-"""Applying fixes to source text: one fix per finding, never two overlapping edits, nothing outside ranges.
+"""Judging fixes at their site, choosing one per finding, and applying them to source text (never two
+overlapping edits, nothing outside ranges).
 
-Which fix of a finding is applied: the first one (in the rule's order of preference) whose
-applicability is allowed, SAFE always, UNSAFE only with `unsafe=True`, DISPLAY_ONLY never. Rules list
-the recommended fix first even when it is unsafe, so `--fix` falls back to the first safe alternative.
+One fix model for every output (text, JSON, SARIF, the language server's code actions, `--fix`):
+- `judge_fixes` runs once over a file's findings: a fix that keeps a behaviour (Fix.keeps, e.g. the
+  reentrant mode) is withdrawn where an error finding at the same site is caused by that behaviour
+  (registry Rule.caused_by): keeping today's behaviour is only safe where today's behaviour is not the
+  defect.
+- `preferred` is the fix every front end names first: the first SAFE fix, else the first UNSAFE one;
+  DISPLAY_ONLY fixes are never preferred.
+- `choose` is what a fix-all applies: the first fix whose applicability is allowed, SAFE always, UNSAFE
+  only with `unsafe=True`, DISPLAY_ONLY never. Rules list the recommended fix first even when it is
+  unsafe, so `--fix` falls back to the first safe alternative.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Iterable, Mapping
 
 from rootrank.check.source import Locator
-from rootrank.model import Applicability, Edit, Finding, Fix
+from rootrank.model import Applicability, Edit, Finding, Fix, Severity
+
+
+def preferred(finding: Finding) -> Fix | None:
+    """The fix every output presents as the one to apply (Finding.fix; see the module's docstring)."""
+    return finding.fix
+
+
+def ordered_fixes(finding: Finding) -> tuple[Fix, ...]:
+    """The finding's fixes with the preferred one first, the others in the rule's order."""
+    return finding.ordered_fixes
+
+
+def judge_fixes(findings: list[Finding], caused_by: Mapping[str, str]) -> list[Finding]:
+    """Withdraw each fix that keeps the behaviour an error at its site is caused by.
+
+    `caused_by`: rule id -> the behaviour behind it. A site is the finding's start position, or any
+    span that contains it (a DDP error on the call that also lacks `use_reentrant`).
+    """
+    errors = [(caused_by[f.rule], f) for f in findings
+              if f.severity is Severity.ERROR and caused_by.get(f.rule)]
+    if not errors:
+        return findings
+    judged = []
+    for finding in findings:
+        kept = tuple(fix for fix in finding.fixes
+                     if not fix.keeps or not any(cause == fix.keeps and _same_site(error, finding)
+                                                 for cause, error in errors))
+        judged.append(finding if kept == finding.fixes else dataclasses.replace(finding, fixes=kept))
+    return judged
+
+
+def _same_site(error: Finding, other: Finding) -> bool:
+    start = (other.line, other.column)
+    return start == (error.line, error.column) or (
+        (error.line, error.column) <= start and (other.end_line, other.end_column) <= (error.end_line, error.end_column))
 
 
 def choose(finding: Finding, unsafe: bool) -> Fix | None:

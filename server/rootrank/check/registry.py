@@ -27,6 +27,9 @@ class Violation:
     fixes: tuple[Fix, ...] = ()
     assumes: tuple[str, ...] = ()  # library versions the violation depends on (Finding.assumes)
     at_most: Severity | None = None  # a cap on the entry's severity (a version that could not be read)
+    # A milder severity than the entry's, for a site that is fragile rather than failing (e.g. forced
+    # reentrant checkpointing under DDP that works until a parameter goes unused).
+    severity: Severity | None = None
 
 
 RuleFunction = Callable[["Semantic"], Iterable[Violation]]
@@ -37,6 +40,7 @@ class Rule:
     id: str
     function: RuleFunction
     default_severity: Severity  # used when the failure entry does not exist (yet) in rules/
+    caused_by: str = ""  # the behaviour that causes this failure (e.g. "reentrant"), for judging fixes
 
 
 RULES: dict[str, Rule] = {}
@@ -46,14 +50,16 @@ class DuplicateRuleError(RuntimeError):
     pass
 
 
-def rule(entry_id: str, default_severity: Severity = Severity.WARNING) -> Callable[[RuleFunction], RuleFunction]:
-    """Register a check for the failure entry `entry_id`."""
+def rule(entry_id: str, default_severity: Severity = Severity.WARNING,
+         caused_by: str = "") -> Callable[[RuleFunction], RuleFunction]:
+    """Register a check for the failure entry `entry_id`; `caused_by` names the behaviour behind it
+    (a fix that keeps that behaviour is never offered at a site where this check reports an error)."""
 
     def register(function: RuleFunction) -> RuleFunction:
         if entry_id in RULES:
             raise DuplicateRuleError(f"{entry_id} is registered twice: {RULES[entry_id].function.__module__} "
                                      f"and {function.__module__}")
-        RULES[entry_id] = Rule(entry_id, function, default_severity)
+        RULES[entry_id] = Rule(entry_id, function, default_severity, caused_by)
         return function
 
     return register

@@ -36,6 +36,8 @@ _WRAPPER_MODULE = "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
 CHECKPOINT_WRAPPER = f"{_WRAPPER_MODULE}.checkpoint_wrapper"
 APPLY_ACTIVATION_CHECKPOINTING = f"{_WRAPPER_MODULE}.apply_activation_checkpointing"
 REENTRANT_IMPL = f"{_WRAPPER_MODULE}.CheckpointImpl.REENTRANT"
+_API_OF = {CHECKPOINT: "checkpoint", CHECKPOINT_SEQUENTIAL: "checkpoint_sequential",
+           CHECKPOINT_WRAPPER: "checkpoint_wrapper", APPLY_ACTIVATION_CHECKPOINTING: "apply_activation_checkpointing"}
 PARTIAL = "functools.partial"
 COMPILE = "torch.compile"
 DDP = frozenset({"torch.nn.parallel.DistributedDataParallel",
@@ -45,6 +47,33 @@ GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.n
 TRAINING_ARGUMENTS = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "GRPOConfig",
                                 "DPOConfig", "ORPOConfig", "KTOConfig", "RewardConfig", "PPOConfig"})
 # Keyword arguments that `checkpoint()` consumes itself; anything else goes to the checkpointed function.
+# The leading parameters of each checkpointing API, in order, as far as they can be passed by position
+# (torch 2.x: `checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs)`,
+# `checkpoint_wrapper(module, checkpoint_impl=..., checkpoint_fn=None, **kw)`,
+# `apply_activation_checkpointing(model, checkpoint_wrapper_fn=..., check_fn=..., auto_wrap_policy=None)`;
+# transformers: `gradient_checkpointing_enable(gradient_checkpointing_kwargs=None)`). `checkpoint`'s own
+# keywords come after `*args`: they can never be positional.
+POSITIONAL_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "checkpoint_sequential": ("functions", "segments", "input", "use_reentrant"),
+    "checkpoint_wrapper": ("module", "checkpoint_impl", "checkpoint_fn"),
+    "apply_activation_checkpointing": ("model", "checkpoint_wrapper_fn", "check_fn", "auto_wrap_policy"),
+    "gradient_checkpointing_enable": ("gradient_checkpointing_kwargs",),
+    "activation_checkpointing_enable": ("activation_checkpointing_kwargs", "every_n_layers", "offload"),
+}
+
+
+def bound_positionally(call: ast.Call, api: str) -> tuple[list[ast.keyword], bool]:
+    """The call's positional arguments as the keywords they bind (`f(a, b)` -> `module=a, checkpoint_impl=b`),
+    and whether a `*args` makes the binding unknowable."""
+    names = POSITIONAL_PARAMETERS.get(api, ())
+    bound: list[ast.keyword] = []
+    for index, argument in enumerate(call.args[: len(names)]):
+        if isinstance(argument, ast.Starred):
+            return bound, True
+        bound.append(ast.keyword(arg=names[index], value=argument))
+    return bound, False
+
+
 CHECKPOINT_OWN_KEYWORDS = frozenset({"use_reentrant", "preserve_rng_state", "context_fn", "determinism_check",
                                      "debug", "early_stop"})
 
@@ -215,11 +244,17 @@ class Semantic:
     def _checkpoint_site(self, site: CallSite) -> CheckpointSite | None:
         call = site.node
         name, presets = self.resolve_call(call)
-        keywords = (*presets, *call.keywords)
-        splat = any(k.arg is None for k in keywords)
+        api = _API_OF.get(name or "", "")
+        if not api and isinstance(call.func, ast.Attribute) and hf.is_enable(call.func.attr):
+            api = call.func.attr
+        # Arguments passed by position count as the keywords they bind; a `*args` may bind anything.
+        positional, starred = bound_positionally(call, api)
+        given_here = (*positional, *call.keywords)
+        keywords = (*presets, *given_here)
+        splat = starred or any(k.arg is None for k in keywords)
         reentrant: bool | None
         if name in (CHECKPOINT, CHECKPOINT_SEQUENTIAL):
-            keyword = next((k for k in call.keywords if k.arg == "use_reentrant"), None)
+            keyword = next((k for k in given_here if k.arg == "use_reentrant"), None)
             preset = next((k for k in presets if k.arg == "use_reentrant"), None)
             given = keyword or preset
             if given is not None:
@@ -241,19 +276,15 @@ class Semantic:
                 else:
                     reentrant = False if impl.endswith("NO_REENTRANT") else None
             return CheckpointSite(call, site.frame, "checkpoint_wrapper", reentrant, keyword is not None,
-                                  keyword if keyword in call.keywords else None, splat)
+                                  keyword if keyword in given_here else None, splat)
         if name == APPLY_ACTIVATION_CHECKPOINTING:
             wrapper = next((k for k in keywords if k.arg == "checkpoint_wrapper_fn"), None)
             mode = None if splat else False  # the default wrapper is non-reentrant
             if wrapper is not None:
                 mode = self._wrapper_mode(wrapper.value)
             return CheckpointSite(call, site.frame, "apply_activation_checkpointing", mode, True, None, splat)
-        if isinstance(call.func, ast.Attribute) and hf.is_enable(call.func.attr):
-            api = call.func.attr
-            keyword = hf.kwargs(call)
-            if keyword is None and call.args and not isinstance(call.args[0], ast.Starred):
-                keyword = ast.keyword(arg=hf.kwargs_name(api), value=call.args[0])  # passed positionally
-                ast.copy_location(keyword, call.args[0])
+        if hf.is_enable(api):
+            keyword = next((k for k in given_here if k.arg == hf.kwargs_name(api)), None)
             if keyword is None:
                 # The mode is transformers' default, which depends on its version (unknown: reentrant, as on 4.x).
                 answer = hf.default_reentrant(self.versions)
@@ -261,7 +292,7 @@ class Semantic:
                 return CheckpointSite(call, site.frame, api, None if splat else default is not False,
                                       False, None, splat, answer)
             return CheckpointSite(call, site.frame, api, self.hf_reentrant(keyword.value, site.frame), True,
-                                  keyword if keyword in call.keywords else None, splat)
+                                  keyword, splat)
         return None
 
     def fact(self, topic: str) -> facts.Answer:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rootrank.check.fixes import judge_fixes
 from rootrank.check.names import ImportTable
 from rootrank.check.registry import RULES, Violation
 from rootrank.check.semantic import AssignSite, CallSite, Frame, FunctionNode, Semantic
@@ -230,15 +231,16 @@ def run_rules(semantic: Semantic, selected: Iterable[str], severities: dict[str,
         severity = severities.get(rule_id, rule.default_severity)
         for violation in violations:
             findings.append(to_finding(semantic, rule_id, severity, violation))
-    return findings
+    return judge_fixes(findings, {rule_id: r.caused_by for rule_id, r in RULES.items() if r.caused_by})
 
 
 def to_finding(semantic: Semantic, rule_id: str, severity: Severity, violation: Violation) -> Finding:
     line, column, end_line, end_column = semantic.span(violation.node)
+    severity = violation.severity or severity
     if violation.at_most is not None and _RANK[severity] > _RANK[violation.at_most]:
         severity = violation.at_most
     return Finding(rule_id, severity, semantic.path, line, column, end_line, end_column, violation.message,
-                   _dedupe(violation.fixes), violation.assumes)
+                   _dedupe(violation.fixes), assumes=violation.assumes)
 
 
 _RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}

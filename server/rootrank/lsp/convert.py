@@ -143,7 +143,7 @@ def finding_to_diagnostic(
     data: dict[str, Any] = {
         "rule": finding.rule,
         "version": version,
-        "fixes": [fix_to_data(f, lines) for f in finding.fixes],
+        "fixes": [fix_to_data(f, lines) for f in finding.ordered_fixes],  # the engine's preferred fix first
     }
     if noqa is not None:
         data["noqa"] = {"range": _range_json(noqa.range), "newText": noqa.new_text}

@@ -26,7 +26,7 @@ from rootrank.model import Severity
 RULE = "checkpoint.reentrant-autograd-grad"
 
 
-@rule(RULE, Severity.ERROR)
+@rule(RULE, Severity.ERROR, caused_by="reentrant")
 def reentrant_autograd_grad(semantic: Semantic) -> Iterator[Violation]:
     grads = list(semantic.calls_to("torch.autograd.grad"))
     if grads:

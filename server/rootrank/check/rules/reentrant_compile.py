@@ -39,7 +39,7 @@ from rootrank.model import Applicability, Severity
 RULE = "checkpoint.reentrant-compile"
 
 
-@rule(RULE, Severity.WARNING)
+@rule(RULE, Severity.WARNING, caused_by="reentrant")
 def reentrant_compile(semantic: Semantic) -> Iterator[Violation]:
     if "compile" not in semantic.source:
         return

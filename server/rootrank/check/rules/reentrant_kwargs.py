@@ -25,7 +25,7 @@ from rootrank.model import Severity
 RULE = "checkpoint.reentrant-kwargs"
 
 
-@rule(RULE, Severity.ERROR)
+@rule(RULE, Severity.ERROR, caused_by="reentrant")
 def reentrant_kwargs(semantic: Semantic) -> Iterator[Violation]:
     for site in semantic.reentrant_sites():
         if site.api != "checkpoint":

@@ -8,8 +8,12 @@ Flags reentrant checkpointing when the first checkpointed block's input comes fr
   use_gradient_checkpointing=False)`) with reentrant checkpointing enabled (the enable call or
   `TrainingArguments(gradient_checkpointing=True)` / `(activation_checkpointing=True)` without
   `use_reentrant=False`) and no `enable_input_require_grads()`, where the installed transformers does
-  not make the inputs require grad itself (version-facts topic `transformers.input-grads`); with its
-  version unknown, a warning that names the versions it applies to.
+  not make the inputs require grad itself (version-facts topic `transformers.input-grads`; with its
+  version unknown, a warning that names the versions it applies to); not when `get_peft_model`
+  certainly runs after the enable call (PEFT then enables input grads itself: version-facts topic
+  `peft.input-grads-when-checkpointing`);
+- adapters attached with `add_adapter()`/`load_adapter()` after reentrant
+  `gradient_checkpointing_enable()` (transformers only prepares the inputs for adapters loaded before).
 `prepare_model_for_kbit_training` with its default `use_gradient_checkpointing=True` makes the
 inputs require grad itself, so it is not flagged.
 
@@ -41,10 +45,11 @@ RULE = "checkpoint.reentrant-no-grad-inputs"
 _EMBEDDING_WORDS = ("emb", "wte", "wpe", "tok_")
 
 
-@rule(RULE, Severity.WARNING)
+@rule(RULE, Severity.WARNING, caused_by="reentrant")
 def reentrant_no_grad_inputs(semantic: Semantic) -> Iterator[Violation]:
     if _inputs_made_trainable(semantic):
         return
+    yield from _adapters_after_enable(semantic)
     peft = _peft_call(semantic)
     if peft is not None:
         yield from _peft(semantic, peft)
@@ -57,6 +62,43 @@ def reentrant_no_grad_inputs(semantic: Semantic) -> Iterator[Violation]:
         f"reentrant `{{api}}()` whose inputs cannot require grad: the embedding is frozen ({at_line(freeze)}), "
         "so the block's output has no grad_fn and its trainable parameters get no gradient (PyTorch only warns "
         "'None of the inputs have requires_grad=True'); use `use_reentrant=False`"))
+
+
+def _runs_after(later: ast.AST, earlier: ast.AST, semantic: Semantic) -> bool:
+    """Whether `later` certainly runs after `earlier`: both in the same function (or both at module
+    level), `later` on a later line and not inside a loop that could run it first."""
+    frames = {id(site.node): site.frame for site in semantic.calls}
+    first, second = frames.get(id(earlier)), frames.get(id(later))
+    if first is None or second is None or first.function is not second.function or second.loops:
+        return False
+    return (getattr(later, "lineno", 0), getattr(later, "col_offset", 0)) > \
+        (getattr(earlier, "lineno", 0), getattr(earlier, "col_offset", 0))
+
+
+def _adapters_after_enable(semantic: Semantic) -> Iterator[Violation]:
+    """`model.add_adapter(...)` / `load_adapter(...)` after reentrant `gradient_checkpointing_enable()`.
+
+    transformers makes the inputs require grad inside `gradient_checkpointing_enable()` only when PEFT
+    adapters are already loaded (`_hf_peft_config_loaded`, transformers 4.35-4.57
+    modeling_utils.py:3709); adapters attached afterwards sit behind frozen inputs and get no gradient.
+    """
+    input_grads = semantic.fact("transformers.input-grads")
+    if input_grads.is_(True):
+        return  # transformers >= 5.0 makes an `input_ids` model's inputs require grad whatever is attached later
+    enables = [s for s in semantic.reentrant_sites() if hf.is_enable(s.api)]
+    for method in ("add_adapter", "load_adapter"):
+        for attach in semantic.method_calls(method):
+            enable = next((e for e in enables if _runs_after(attach.node, e.call, semantic)), None)
+            if enable is None:
+                continue
+            assumes, at_most, note = _qualify(input_grads, enable.assumed)
+            yield Violation(attach.node.func, (
+                f"`{method}()` after reentrant `{enable.api}()` ({at_line(enable.call)}): "
+                "transformers makes the inputs require grad only for adapters loaded before checkpointing was "
+                "enabled, so these adapters get no gradient; attach them first, call "
+                "`model.enable_input_require_grads()`, or pass "
+                f'`{hf.kwargs_name(enable.api)}={{"use_reentrant": False}}`') + note,
+                edits.fixes(edits.use_non_reentrant(semantic, enable.call, enable.api)), assumes, at_most)
 
 
 def _inputs_made_trainable(semantic: Semantic) -> bool:
@@ -97,7 +139,7 @@ def _peft(semantic: Semantic, peft: ast.Call) -> Iterator[Violation]:
                 f'`{name}={{"use_reentrant": False}}` or call `model.enable_input_require_grads()`')
 
     for site in semantic.reentrant_sites():
-        if hf.is_enable(site.api):
+        if hf.is_enable(site.api) and not _runs_after(peft, site.call, semantic):
             assumes, at_most, note = _qualify(input_grads, site.assumed)
             yield Violation(site.call.func, message(hf.kwargs_name(site.api)) + note,
                             edits.fixes(edits.use_non_reentrant(semantic, site.call, site.api)), assumes, at_most)
@@ -137,8 +179,11 @@ def _embedding_freeze(semantic: Semantic) -> ast.AST | None:
                 return target
             if value is False and _frozen_in_loop(target, assign, embedding_only=True):
                 return target
-            if value is not True and not _mentions_embedding(assign.value) and _frozen_in_loop(target, assign):
-                return target  # `p.requires_grad = "lora_" in name`: everything else, embeddings too, is frozen
+            if not isinstance(value, bool) and not _mentions_embedding(assign.value) and _frozen_in_loop(target, assign):
+                # `p.requires_grad = "lora_" in name`: everything but the adapters, embeddings too, is frozen.
+                # A literal `False` over every parameter freezes the checkpointed blocks as well (a generic
+                # `freeze(module)` helper): that says nothing about the blocks' inputs.
+                return target
     return None
 
 

@@ -54,19 +54,19 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
             message = (f"`{site.api}()` without `{name}`: {_hf_default(site.assumed)}; pass "
                        f'`{name}={{"use_reentrant": False}}`')
             assumes, at_most, note = hf.qualify(site.assumed)
-            yield Violation(call.func, message + note, _kwargs_fixes(semantic, call, name, site.assumed),
+            yield Violation(call.func, message + note, _kwargs_fixes(semantic, call, name, site.assumed, site.api),
                             assumes, at_most)
             continue
         message = (f"`{site.api}()` without `use_reentrant`: the default is the legacy reentrant mode, PyTorch warns "
                    "on every call and will require the argument; pass `use_reentrant=False` (recommended) or "
                    "`use_reentrant=True` to keep today's behaviour")
         keep = edits.fix(_KEEP.format("use_reentrant=True"), Applicability.SAFE,
-                         edits.add_keyword(semantic, call, "use_reentrant=True"))
+                         edits.add_keyword(semantic, call, "use_reentrant=True", site.api), keeps="reentrant")
         if any(k.arg not in CHECKPOINT_OWN_KEYWORDS for k in call.keywords):
             keep = None  # keyword arguments already make today's reentrant call raise: nothing worth keeping
         yield Violation(call.func, message, edits.fixes(
             edits.fix(_RECOMMENDED.format("use_reentrant=False"), Applicability.UNSAFE,
-                      edits.add_keyword(semantic, call, "use_reentrant=False")),
+                      edits.add_keyword(semantic, call, "use_reentrant=False", site.api)),
             keep,
         ))
     for trainer in semantic.trainer_checkpointing():
@@ -77,7 +77,7 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
         message = (f"`{flag}=True` without `{name}`: {_hf_default(trainer.assumed)}; add "
                    f'`{name}={{"use_reentrant": False}}`')
         assumes, at_most, note = hf.qualify(trainer.assumed)
-        yield Violation(trainer.flag, message + note, _kwargs_fixes(semantic, call, name, trainer.assumed),
+        yield Violation(trainer.flag, message + note, _kwargs_fixes(semantic, call, name, trainer.assumed, ""),
                         assumes, at_most)
 
 
@@ -87,13 +87,15 @@ def _hf_default(answer: facts.Answer | None) -> str:
     return "transformers checkpoints reentrant (`use_reentrant=True`)"
 
 
-def _kwargs_fixes(semantic: Semantic, call: ast.Call, name: str, answer: facts.Answer | None) -> tuple[Fix, ...]:
+def _kwargs_fixes(semantic: Semantic, call: ast.Call, name: str, answer: facts.Answer | None,
+                  api: str) -> tuple[Fix, ...]:
     # "Keeps today's behaviour" only where today's behaviour is known to be reentrant: on transformers >= 5.0
     # the same edit would switch a non-reentrant model to reentrant.
     keep = answer is not None and answer.known
     return edits.fixes(
         edits.fix(_RECOMMENDED.format(f'{name}={{"use_reentrant": False}}'), Applicability.UNSAFE,
-                  edits.add_keyword(semantic, call, f'{name}={{"use_reentrant": False}}')),
+                  edits.add_keyword(semantic, call, f'{name}={{"use_reentrant": False}}', api)),
         edits.fix(_KEEP.format(f'{name}={{"use_reentrant": True}}'), Applicability.SAFE,
-                  edits.add_keyword(semantic, call, f'{name}={{"use_reentrant": True}}')) if keep else None,
+                  edits.add_keyword(semantic, call, f'{name}={{"use_reentrant": True}}', api),
+                  keeps="reentrant") if keep else None,
     )
