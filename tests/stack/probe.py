@@ -93,6 +93,22 @@ def main() -> None:
         out["torch_reentrant_kwargs"] = None
     except ValueError as exc:
         out["torch_reentrant_kwargs"] = str(exc)
+    try:
+        from peft import prepare_model_for_kbit_training
+    except ImportError:
+        out["peft_kbit_kwargs"] = None
+    else:
+        kbit = tiny()
+        kbit.is_loaded_in_8bit = True  # what a bitsandbytes-loaded model reports; PEFT reads only the flag
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            prepare_model_for_kbit_training(kbit)
+        out["peft_kbit_kwargs"] = checkpoint_kwargs(kbit)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            kbit.train()
+            kbit(input_ids=torch.tensor([[1, 2, 3]]), labels=torch.tensor([[1, 2, 3]])).loss.backward()
+        out["peft_kbit_warnings"] = sorted({str(w.message)[:61] for w in caught if "use_reentrant" in str(w.message)})
     print(json.dumps(out))
 
 

@@ -124,6 +124,16 @@ def test_torch_reentrant_kwargs(column: str) -> None:
     assert seen["torch_reentrant_kwargs"] == "Unexpected keyword arguments: scale"
 
 
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_peft_kbit_empty_kwargs(column: str) -> None:
+    require_module("peft")
+    seen, versions = observe(column)
+    assert value("peft.kbit-empty-kwargs", versions) is True
+    # `{}` reaches torch's checkpoint: no `use_reentrant`, so torch's reentrant default and its warning.
+    assert seen["peft_kbit_kwargs"] and all(k == {} for k in seen["peft_kbit_kwargs"])
+    assert seen["peft_kbit_warnings"] == ["torch.utils.checkpoint: the use_reentrant parameter should be"]
+
+
 def _run(python: Path, script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(python), str(script)], capture_output=True, text=True, timeout=600, cwd=cwd,
                           check=False)

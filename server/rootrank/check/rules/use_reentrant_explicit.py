@@ -7,6 +7,8 @@ Flags `torch.utils.checkpoint.checkpoint()` and `checkpoint_sequential()` calls 
 `(activation_checkpointing=True)` without the kwargs, where the installed transformers checkpoints
 reentrant by default (the version-facts topic `transformers.default-kwargs`; none where it runs
 non-reentrant). With transformers' version unknown, a warning that names the versions it applies to.
+Also PEFT's `prepare_model_for_kbit_training()` without `gradient_checkpointing_kwargs`, which passes `{}`
+and so gets torch's reentrant default on every transformers version (topic `peft.kbit-empty-kwargs`).
 
 ## Why is this bad?
 The default is the legacy reentrant implementation; PyTorch warns on every call and has announced
@@ -32,7 +34,7 @@ from collections.abc import Iterator
 
 from rootrank.check import edits, hf
 from rootrank.check.registry import Violation, rule
-from rootrank.check.semantic import CHECKPOINT_OWN_KEYWORDS, Semantic
+from rootrank.check.semantic import CHECKPOINT_OWN_KEYWORDS, Semantic, keyword
 from rootrank.model import Applicability, Fix, Severity
 from rootrank.stack import facts
 
@@ -69,6 +71,7 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
                       edits.add_keyword(semantic, call, "use_reentrant=False", site.api)),
             keep,
         ))
+    yield from _kbit(semantic)
     for trainer in semantic.trainer_checkpointing():
         call = trainer.args.node
         if trainer.kwargs is not None or trainer.reentrant is not True:
@@ -79,6 +82,34 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
         assumes, at_most, note = hf.qualify(trainer.assumed)
         yield Violation(trainer.flag, message + note, _kwargs_fixes(semantic, call, name, trainer.assumed, ""),
                         assumes, at_most)
+
+
+def _kbit(semantic: Semantic) -> Iterator[Violation]:
+    """`prepare_model_for_kbit_training(model)`: PEFT passes `gradient_checkpointing_kwargs={}`, which is not
+    None, so transformers' default never applies and torch's (reentrant, with its warning) does."""
+    for site in semantic.calls:
+        name = semantic.qualified(site.node.func) or ""
+        if not (name.startswith("peft.") and name.endswith(".prepare_model_for_kbit_training")):
+            continue
+        call = site.node
+        flag = keyword(call, "use_gradient_checkpointing")
+        if flag is not None and semantic.literal(flag.value, site.frame) is not True:
+            continue
+        if keyword(call, "gradient_checkpointing_kwargs") or any(k.arg is None for k in call.keywords) \
+                or len(call.args) > 2:
+            continue
+        answer = semantic.fact("peft.kbit-empty-kwargs")
+        if answer.is_(False):
+            continue
+        assumes, at_most, note = hf.qualify(answer)
+        if not answer.known:
+            note = f" (applies to {answer.topic.versions_where(True)}; {answer.assumed})"
+        message = ("`prepare_model_for_kbit_training()` without `gradient_checkpointing_kwargs`: PEFT passes `{}` "
+                   "to `gradient_checkpointing_enable`, so transformers' own default does not apply and PyTorch "
+                   "checkpoints reentrant with its missing-`use_reentrant` warning, on every transformers version; "
+                   'pass `gradient_checkpointing_kwargs={"use_reentrant": False}`')
+        yield Violation(call.func, message + note,
+                        _kwargs_fixes(semantic, call, "gradient_checkpointing_kwargs", answer, ""), assumes, at_most)
 
 
 def _hf_default(answer: facts.Answer | None) -> str:
