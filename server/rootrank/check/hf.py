@@ -85,6 +85,8 @@ def qualify(answer: facts.Answer | None) -> tuple[tuple[str, ...], Severity | No
         return (), None, ""
     if answer.known:
         return (answer.assumed,), None, ""
+    # transformers' default is reentrant wherever it is not False; TRL's forcing of non-reentrant is missing
+    # wherever it is False.
     where = answer.topic.versions_where_not(False) if answer.topic.id == "transformers.default-kwargs" else \
-        answer.topic.library
+        answer.topic.versions_where(False)
     return (answer.assumed,), Severity.WARNING, f" (applies to {where}; {answer.assumed})"

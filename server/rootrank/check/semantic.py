@@ -367,6 +367,8 @@ class Semantic:
                     trl = self.fact("trl.non-reentrant-on-transformers-4")
                     if trl.is_(True):
                         reentrant, assumed = False, trl
+                    elif not trl.known:
+                        assumed = trl  # reentrant only with an older TRL: at most a warning that says so
             yield TrainerCheckpointing(args, flag, kwargs, reentrant, assumed)
 
     def reentrant_sites(self) -> Iterator[CheckpointSite]:

@@ -160,8 +160,8 @@ def _qualify(input_grads: facts.Answer, mode: facts.Answer | None) -> tuple[tupl
     assumes, at_most, note = hf.qualify(input_grads)
     if not input_grads.known:
         note = f" (applies to {input_grads.topic.versions_where(False)}; {input_grads.assumed})"
-    more, cap, _ = hf.qualify(mode)
-    return tuple(dict.fromkeys((*assumes, *more))), at_most or cap, note
+    more, cap, mode_note = hf.qualify(mode)
+    return tuple(dict.fromkeys((*assumes, *more))), at_most or cap, note or mode_note
 
 
 def _embedding_freeze(semantic: Semantic) -> ast.AST | None:
