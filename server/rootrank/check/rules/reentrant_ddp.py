@@ -72,8 +72,10 @@ def reentrant_ddp(semantic: Semantic) -> Iterator[Violation]:
         "reentrant `{api}()` runs the same module more than once in one forward under DistributedDataParallel: "
         "its parameters are marked ready twice ('Expected to mark a variable ready only once'); use "
         "`use_reentrant=False` or DDP `static_graph=True`"))
-    if not twice and ddp_calls:
-        yield from _forced(semantic, sites, ddp_calls[0])
+    if ddp_calls:
+        # The other explicit sites are fragile too; said in the same pass, so that one round of fixes
+        # leaves nothing for a second one (fixes are idempotent).
+        yield from _forced(semantic, [s for s in sites if s not in twice], ddp_calls[0])
 
 
 def _forced(semantic: Semantic, sites: list[CheckpointSite], ddp: CallSite) -> Iterator[Violation]:

@@ -30,6 +30,7 @@ non-reentrant model to reentrant.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from rootrank.check import edits, hf
@@ -39,6 +40,8 @@ from rootrank.model import Applicability, Fix, Severity
 from rootrank.stack import facts
 
 RULE = "checkpoint.use-reentrant-explicit"
+_QUANTIZED = re.compile(r"load_in_[48]bit|BitsAndBytesConfig|quantization_config|GPTQConfig|AwqConfig|HqqConfig|"
+                        r"TorchAoConfig|AqlmConfig|EetqConfig")
 _RECOMMENDED = "Pass `{}` (recommended; unsafe: reentrant and non-reentrant recomputation differ)"
 _KEEP = "Pass `{}` (keeps today's behaviour)"
 
@@ -86,7 +89,10 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
 
 def _kbit(semantic: Semantic) -> Iterator[Violation]:
     """`prepare_model_for_kbit_training(model)`: PEFT passes `gradient_checkpointing_kwargs={}`, which is not
-    None, so transformers' default never applies and torch's (reentrant, with its warning) does."""
+    None, so transformers' default never applies and torch's (reentrant, with its warning) does. PEFT only
+    enables checkpointing for a quantized model, so the file must load one."""
+    if not _QUANTIZED.search(semantic.source):
+        return
     for site in semantic.calls:
         name = semantic.qualified(site.node.func) or ""
         if not (name.startswith("peft.") and name.endswith(".prepare_model_for_kbit_training")):
