@@ -234,3 +234,15 @@ def test_bad_python_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Captur
     assert run("--python", str(tmp_path / "nowhere" / "bin" / "python"), str(tmp_path)) == cli.EXIT_ERROR
     err = capsys.readouterr().err
     assert err.startswith("rootrank: --python ") and err.count("\n") == 1
+def test_an_accelerate_config_pairs_only_with_scripts_beside_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = "distributed_type: FSDP\nfsdp_config:\n  fsdp_activation_checkpointing: true\n"
+    script = "from transformers import TrainingArguments\nargs = TrainingArguments('o', gradient_checkpointing=True)\n"
+    (tmp_path / "examples" / "configs").mkdir(parents=True)
+    (tmp_path / "examples" / "configs" / "fsdp.yaml").write_text(config)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.py").write_text(script)
+    run("--select", "checkpoint.fsdp-double-checkpoint", str(tmp_path))
+    assert "fsdp-double-checkpoint" not in capsys.readouterr().out  # another corner of the repository
+    (tmp_path / "examples" / "train.py").write_text(script)
+    run("--select", "checkpoint.fsdp-double-checkpoint", str(tmp_path))
+    assert "examples/configs/fsdp.yaml:3:3: checkpoint.fsdp-double-checkpoint" in capsys.readouterr().out

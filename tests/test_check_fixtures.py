@@ -46,7 +46,7 @@ def _name(path: Path) -> str:
 # The library versions a case was written for: a `# versions: transformers==5.24.0, peft==0.21.2` line
 # among its first lines, else the 4.x stack most of the cases describe. The same misuse written for another
 # version is another case (a twin), so every golden says which versions it assumed.
-DEFAULT_VERSIONS = {"peft": "0.21.2", "torch": "2.13.0", "transformers": "4.57.6"}
+DEFAULT_VERSIONS = {"peft": "0.21.2", "torch": "2.13.0", "transformers": "4.57.6", "trl": "1.16.0"}
 _VERSIONS = re.compile(r"^#\s*versions:\s*(?P<pins>.+)$", re.M)
 
 

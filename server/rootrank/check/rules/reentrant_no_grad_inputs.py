@@ -102,8 +102,9 @@ def _adapters_after_enable(semantic: Semantic) -> Iterator[Violation]:
 
 
 def _inputs_made_trainable(semantic: Semantic) -> bool:
-    if any(semantic.method_calls("enable_input_require_grads")) or any(semantic.method_calls("register_forward_hook")):
-        return True
+    if any(semantic.method_calls("enable_input_require_grads")) or any(semantic.method_calls("register_forward_hook")) \
+            or any(semantic.method_calls("prepare_model_for_gradient_checkpointing")):
+        return True  # (PeftModel.prepare_model_for_gradient_checkpointing calls enable_input_require_grads)
     for site in semantic.method_calls("requires_grad_"):
         args = site.node.args
         if not args or semantic.literal(args[0]) is True:
@@ -138,12 +139,16 @@ def _peft(semantic: Semantic, peft: ast.Call) -> Iterator[Violation]:
                 "block inputs that do not require grad, so the adapters get no gradient; pass "
                 f'`{name}={{"use_reentrant": False}}` or call `model.enable_input_require_grads()`')
 
+    wraps = [c.node for c in semantic.calls if (semantic.qualified(c.node.func) or "").endswith(".get_peft_model")]
     for site in semantic.reentrant_sites():
-        if hf.is_enable(site.api) and not _runs_after(peft, site.call, semantic):
+        if hf.is_enable(site.api) and not any(_runs_after(w, site.call, semantic) for w in wraps):
             assumes, at_most, note = _qualify(input_grads, site.assumed)
             yield Violation(site.call.func, message(hf.kwargs_name(site.api)) + note,
                             edits.fixes(edits.use_non_reentrant(semantic, site.call, site.api)), assumes, at_most)
     for trainer in semantic.trainer_checkpointing():
+        args = trainer.args
+        if semantic.trl_sets_non_reentrant(args) or (semantic.qualified(args.node.func) or "").startswith("trl."):
+            continue  # TRL's trainers make a PEFT model's inputs require grad themselves
         if trainer.reentrant is not True:
             continue
         name = trainer.kwargs.arg if trainer.kwargs is not None and trainer.kwargs.arg \
