@@ -23,11 +23,23 @@ import pytest
 from rootrank.diagnose import diagnose_text
 from rootrank.environment import find_environment
 from rootrank.stack import facts
-from tests.heavy import heavy_required, require_module
+from tests.heavy import heavy_required
 
 REPO = Path(__file__).resolve().parents[2]
 COLUMNS = {"newest": Path(sys.executable), "transformers-4.57": REPO / ".venv-tf457" / "bin" / "python"}
 LORA = REPO / "tests" / "fixtures" / "logs" / "none--lora-trainer-transformers5240-deprecation-warnings" / "train.py"
+
+
+def require_module(name: str) -> None:
+    """Skip (locally) / fail (CI) when `name` is not installed, without importing it here: the libraries
+    run in the children only, so this process stays small (children forked from it inherit its peak RSS,
+    which the memory-bound tests of tests/trust measure)."""
+    import importlib.util
+
+    if importlib.util.find_spec(name) is None:
+        if heavy_required():
+            pytest.fail(f"{name} is required in CI but is not installed")
+        pytest.skip(f"{name} is not installed")
 
 
 def interpreter(column: str) -> Path:
