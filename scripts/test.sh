@@ -20,6 +20,8 @@ fi
 if [ "${ROOTRANK_SKIP_HEAVY:-0}" != "1" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check "torch==2.13.0" -r requirements-test-heavy.txt \
     || { echo "installing the heavy test libraries failed"; exit 2; }
+  # The version matrix's second column (tests/stack/): transformers 4.57 on top of the same torch and peft.
+  bash scripts/matrix-env.sh .venv || { echo "making the transformers 4.57 environment failed"; exit 2; }
 fi
 
 echo "== ruff and mypy"

@@ -15,6 +15,15 @@ COMPILED = ("import torch\nfrom torch.utils.checkpoint import checkpoint\n"
             "@torch.compile\ndef step(x):\n    return checkpoint(f, x, use_reentrant=True)\n")
 
 
+def environment(root: Path, **versions: str) -> str:
+    """A virtual environment folder holding only package metadata (what `--python` reads)."""
+    site = root / "env" / "lib" / "python3.11" / "site-packages"
+    for name, version in versions.items():
+        (site / f"{name}-{version}.dist-info").mkdir(parents=True)
+        (site / f"{name}-{version}.dist-info" / "METADATA").write_text(f"Name: {name}\nVersion: {version}\n")
+    return str(root / "env")
+
+
 def run(*argv: str) -> int:
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)
@@ -151,7 +160,7 @@ def test_directories_walk_configs_and_skip_venvs(tmp_path: Path, capsys: pytest.
     (tmp_path / ".venv").mkdir()
     (tmp_path / ".venv" / "lib.py").write_text(BAD)
     (tmp_path / "notes.txt").write_text(BAD)
-    run(str(tmp_path))
+    run("--python", environment(tmp_path, transformers="4.57.6"), str(tmp_path))
     out = capsys.readouterr().out
     assert "args.yaml:1:1: checkpoint.use-reentrant-explicit" in out
     column = launch.index("--recompute-num-layers") + 1
@@ -179,15 +188,52 @@ def test_unsafe_fixes_alone_writes_nothing(tmp_path: Path, capsys: pytest.Captur
     assert "1 fixable with --fix --unsafe-fixes" in capsys.readouterr().err
 
 
-def test_stdin_with_a_file_name(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_stdin_with_a_file_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
     import io
     import sys
 
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"gradient_checkpointing: true\n")))
-    assert run("--stdin-filename", "args.yaml", "-") == cli.EXIT_FOUND
+    env = environment(tmp_path, transformers="4.57.6")
+    assert run("--python", env, "--stdin-filename", "args.yaml", "-") == cli.EXIT_FOUND
     assert capsys.readouterr().out.startswith("args.yaml:1:1: checkpoint.use-reentrant-explicit ")
 
 
+def test_versions_come_from_python_and_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "args.yaml").write_text("gradient_checkpointing: true\n")
+    old = environment(tmp_path / "old", transformers="4.57.6")
+    new = environment(tmp_path / "new", transformers="5.24.0")
+    assert run("--python", old, str(tmp_path / "args.yaml")) == cli.EXIT_FOUND
+    captured = capsys.readouterr()
+    assert captured.out.rstrip().endswith("[transformers 4.57.6]")
+    assert "Versions assumed: transformers 4.57.6 (--python: " in captured.err
+    run("--format", "json", "--python", old, str(tmp_path / "args.yaml"))
+    assert json.loads(capsys.readouterr().out)["findings"][0]["assumes"] == ["transformers 4.57.6"]
+    # transformers >= 5.0 checkpoints non-reentrant by default: nothing to report, nothing to "keep".
+    assert run("--python", new, str(tmp_path / "args.yaml")) == cli.EXIT_OK
+
+
+def test_unknown_version_is_at_most_a_warning_naming_the_versions(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "train.py").write_text(
+        "from peft import get_peft_model\nfrom transformers import TrainingArguments\n"
+        "model = get_peft_model(model, config)\nargs = TrainingArguments('o', gradient_checkpointing=True)\n")
+    bare = environment(tmp_path, torch="2.13.0")  # no transformers: its version is unknown
+    run("--format", "json", "--python", bare, str(tmp_path / "train.py"))
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    peft = next(f for f in findings if f["rule"] == "checkpoint.reentrant-no-grad-inputs")
+    assert peft["severity"] == "warning" and peft["assumes"] == ["transformers: not found"]
+    assert "applies to transformers <5.0.0" in peft["message"]
+    explicit = next(f for f in findings if f["rule"] == "checkpoint.use-reentrant-explicit")
+    # No "keeps today's behaviour" fix where today's behaviour is unknown.
+    assert all(fix["applicability"] != "safe" for fix in [explicit["fix"], *explicit.get("alternative_fixes", [])])
+
+
+def test_bad_python_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "train.py").write_text(BAD)
+    assert run("--python", str(tmp_path / "nowhere" / "bin" / "python"), str(tmp_path)) == cli.EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("rootrank: --python ") and err.count("\n") == 1
 def test_an_accelerate_config_pairs_only_with_scripts_beside_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = "distributed_type: FSDP\nfsdp_config:\n  fsdp_activation_checkpointing: true\n"
     script = "from transformers import TrainingArguments\nargs = TrainingArguments('o', gradient_checkpointing=True)\n"

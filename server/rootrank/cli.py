@@ -53,8 +53,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
                                              "call at FILE:LINE does")
     explain.add_argument("rule", metavar="ID|FILE:LINE", help="entry id, e.g. memory.cuda-oom, or train.py:42")
     explain.add_argument("--python", default="", metavar="PATH",
-                         help="with FILE:LINE: the interpreter whose library versions to describe "
-                              "(default: the active virtual environment, else a .venv above the file)")
+                         help="the interpreter whose library versions to describe (an entry's Versions "
+                              "section, or FILE:LINE); default: the active virtual environment, else a .venv "
+                              "above the file or the current folder, else rootrank's own interpreter")
     explain.set_defaults(run=_run_explain)
 
     rules = sub.add_parser("rules", help="list every failure entry")
@@ -157,9 +158,16 @@ def _run_explain(args: argparse.Namespace) -> int:
     from rootrank.docs import explain
     from rootrank.library import load_library
 
-    text = explain(args.rule)
-    if text is None and _FILE_LINE.match(args.rule):
+    if _FILE_LINE.match(args.rule) and load_library().get(args.rule) is None:
         return _explain_call_at(args.rule, args.python)
+    from rootrank.environment import NoEnvironmentError, find_environment, roots_above
+
+    try:  # the Versions section marks the rows for the versions installed where rootrank is run
+        installed = find_environment(args.python, roots_above(".")).versions
+    except NoEnvironmentError as error:
+        print(f"rootrank: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    text = explain(args.rule, installed=installed)
     if text is None:
         ids = sorted(load_library().entries)
         close = [i for i in ids if args.rule in i or i.split(".")[-1] in args.rule]
@@ -180,7 +188,7 @@ def _explain_call_at(where: str, python: str) -> int:
 
     from rootrank.check.calls import read_file
     from rootrank.check.explain_call import explain_call, explanation_markdown
-    from rootrank.environment import find_environment
+    from rootrank.environment import NoEnvironmentError, find_environment, roots_above
 
     match = _FILE_LINE.match(where)
     assert match is not None
@@ -198,8 +206,11 @@ def _explain_call_at(where: str, python: str) -> int:
     if not calls:
         print(f"rootrank: no checkpoint, compile, DDP or FSDP call on {path}:{line}", file=sys.stderr)
         return EXIT_ERROR
-    roots = tuple(str(p) for p in [path.resolve().parent, *path.resolve().parent.parents][:12])
-    env = find_environment(python, roots)
+    try:
+        env = find_environment(python, roots_above(path))
+    except NoEnvironmentError as error:
+        print(f"rootrank: {error}", file=sys.stderr)
+        return EXIT_ERROR
     _write("\n\n---\n\n".join(explanation_markdown(explain_call(c, facts, env)) for c in calls) + "\n")
     return EXIT_OK
 

@@ -3,14 +3,20 @@ the editor hover and the generated pages under docs/rules/.
 
 Sections, always in this order (optional ones only when the entry has them): What it means, When it
 matters, Symptoms, Why it happens, What to do, Verify, In code (Example / Use instead / Fix safety),
-Log messages, Examples, References, Related.
+Log messages, Versions, Examples, References, Related. The Versions section comes from the version-facts
+table (rootrank.stack.facts), never from the entry's prose; given the installed versions, it marks the row
+that applies, so the hover and `explain` say which version they describe.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rootrank.library import Entry, Library, load_library
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 SECTIONS = ("What it means", "Symptoms", "Why it happens", "What to do", "Verify", "References")
 
@@ -29,7 +35,38 @@ def _stack_label(when: dict[str, object]) -> str:
     return ", ".join(parts) or "variant"
 
 
-def entry_markdown(entry: Entry) -> str:
+def _pattern_versions(versions: str) -> str:
+    """A pattern's `versions` may name a facts topic: then the ranges come from the table."""
+    from rootrank.stack import facts
+
+    topics = facts.load_topics()
+    if versions in topics:
+        t = topics[versions]
+        return f"{t.library} " + " or ".join(r.versions.text for r in t.rows if r.value is not None)
+    return versions
+
+
+def versions_section(entry_id: str, installed: Mapping[str, str] | None = None) -> list[str]:
+    """`## Versions`: what each library does in which version, for the topics that name this entry."""
+    from rootrank.stack import facts
+
+    topics = facts.topics_for_entry(entry_id)
+    if not topics:
+        return []
+    lines = []
+    for t in topics:
+        version = (installed or {}).get(t.library)
+        current = t.row_for(version)
+        lines.append(f"- **{t.library}**: {t.meaning}")
+        for row in t.rows:
+            mark = f" ← installed: {t.library} {version}" if row is current else ""
+            lines.append(f"  - `{t.library} {row.versions.text}`: {row.says} ({row.source}){mark}")
+        if installed is not None and current is None:
+            lines.append(f"  - installed: {t.library} {version or 'not found'}, outside the versions read")
+    return ["## Versions", "\n".join(lines)]
+
+
+def entry_markdown(entry: Entry, installed: Mapping[str, str] | None = None) -> str:
     out: list[str] = [f"# {entry.id}: {entry.title}",
                       f"*severity* **{entry.severity.value}** · *role* **{entry.role.value}** · "
                       f"*category* **{entry.category}**"]
@@ -59,8 +96,9 @@ def entry_markdown(entry: Entry) -> str:
             out += ["### Fix safety", entry.check["fix_safety"]]
     if entry.patterns:
         out.append("## Log messages")
-        out.append("\n".join(f"- `{p.name}`: `{p.regex.pattern}` — from {p.source} ({p.versions})"
+        out.append("\n".join(f"- `{p.name}`: `{p.regex.pattern}` — from {p.source} ({_pattern_versions(p.versions)})"
                              for p in entry.patterns))
+    out += versions_section(entry.id, installed)
     if entry.examples_match:
         out.append("## Examples")
         out.append("\n".join(f"- `{ex.text.strip()[:300]}`" + (f" — {ex.source}" if ex.source else "")
@@ -74,9 +112,11 @@ def entry_markdown(entry: Entry) -> str:
     return "\n\n".join(out).rstrip() + "\n"
 
 
-def explain(entry_id: str, library: Library | None = None) -> str | None:
+def explain(entry_id: str, library: Library | None = None,
+            installed: Mapping[str, str] | None = None) -> str | None:
+    """The entry's page; with `installed` (package -> version) the Versions section marks what applies."""
     entry = (library or load_library()).get(entry_id)
-    return entry_markdown(entry) if entry else None
+    return entry_markdown(entry, installed) if entry else None
 
 
 def docs_root() -> Path | None:

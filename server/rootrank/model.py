@@ -226,6 +226,9 @@ class Finding:
     # In a Jupyter notebook: the 1-based cell number (all cells counted, as Jupyter shows them); `line`,
     # `end_line` and the fixes' edits are then positions inside that cell.
     cell: int | None = None
+    # The library versions the finding's truth depends on, as assumed: `transformers 4.57.6`, or
+    # `transformers: not found` (then the finding is at most a warning and its message names the versions).
+    assumes: tuple[str, ...] = ()
 
     @property
     def fix(self) -> Fix | None:

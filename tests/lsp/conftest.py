@@ -1,8 +1,8 @@
 """pytest-lsp fixtures: the real server (`python -m rootrank.lsp`) over stdio, driven by a recording client.
 
 `client` is parametrized with the capabilities recorded from VS Code and Neovim; `vscode` is a single
-VS Code-like client for the robustness tests. Each test gets a fresh workspace whose `.venv` holds a torch
-dist-info (torch is never installed; the server only reads package metadata).
+VS Code-like client for the robustness tests. Each test gets a fresh workspace whose `.venv` holds torch and
+transformers dist-infos (torch is never installed; the server only reads package metadata).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ SERVER = [sys.executable, "-m", "rootrank.lsp"]
 PATCHED_SERVER = [sys.executable, str(HERE / "patched_server.py")]  # test-only faults, see that file
 CLIENTS = ["visual-studio-code", "neovim"]
 TORCH_VERSION = "2.3.1"
+TRANSFORMERS_VERSION = "4.57.6"  # the checks' Hugging Face facts depend on it (transformers >= 5 runs non-reentrant)
 
 
 def make_client() -> LanguageClient:
@@ -46,6 +47,9 @@ def make_workspace(root: Path) -> Path:
     info = site / f"torch-{TORCH_VERSION}.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch\nVersion: {TORCH_VERSION}\n")
+    info = site / f"transformers-{TRANSFORMERS_VERSION}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: transformers\nVersion: {TRANSFORMERS_VERSION}\n")
     return root
 
 

@@ -201,7 +201,7 @@ def test_call_reader_pieces_follow_edits():
     ("2.3.0a0+git1234", "reentrant", False, "checkpoint", "raises `ValueError`"),
     ("2.4.1", "reentrant", False, "checkpoint", "prints a `UserWarning`"),
     ("2.4.1", "reentrant", True, "checkpoint", "chosen explicitly: no warning"),
-    ("2.4.1", "reentrant", False, "gradient_checkpointing_enable", "recent transformers"),
+    ("2.4.1", "reentrant", False, "gradient_checkpointing_enable", "transformers before 4.38"),  # version unknown
     ("2.4.1", "non-reentrant", True, "checkpoint", "PyTorch recommends"),
     (None, "reentrant", False, "checkpoint", "torch is not installed"),
 ])
@@ -211,6 +211,18 @@ def test_torch_notes(torch: str | None, mode: str, passed: bool, call: str, expe
 
     env = Environment("site-packages", {"torch": torch} if torch else {})
     assert expected in torch_note(mode, env, passed, call)
+
+
+@pytest.mark.parametrize(("transformers", "expected"), [
+    ("4.57.6", "transformers passes `use_reentrant` explicitly"),
+    ("4.37.2", "transformers before 4.38"),
+])
+def test_torch_note_reads_transformers_version(transformers: str, expected: str):
+    from rootrank.check.explain_call import torch_note
+    from rootrank.environment import Environment
+
+    env = Environment("site-packages", {"torch": "2.13.0", "transformers": transformers})
+    assert expected in torch_note("reentrant", env, False, "activation_checkpointing_enable")
 
 
 def _diagnosis(severity: Severity, rank: int | None, collateral: tuple = ()):

@@ -79,7 +79,7 @@ def check_source(source: str, path: str, options: CheckOptions | None = None) ->
         if is_config(path):
             from rootrank.check.configs import check_config
 
-            findings = check_config(source, path, locator)
+            findings = check_config(source, path, locator, dict(options.versions))
         else:
             findings = _check_python(source, path, locator, options)
     except Exception:  # a bug of ours must not take the editor or the CLI down with it
@@ -123,7 +123,7 @@ def filter_findings(findings: list[Finding], locator: Locator, options: CheckOpt
 
 def _check_python(source: str, path: str, locator: Locator, options: CheckOptions) -> list[Finding]:
     try:
-        semantic = collect(source, path, locator)
+        semantic = collect(source, path, locator, dict(options.versions))
     except SyntaxError as error:
         line = error.lineno or 1
         column = max(error.offset or 1, 1)

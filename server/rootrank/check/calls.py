@@ -21,6 +21,7 @@ TARGETS = {
     "checkpoint": "torch.utils.checkpoint.checkpoint",
     "checkpoint_sequential": "torch.utils.checkpoint.checkpoint_sequential",
     "gradient_checkpointing_enable": "transformers PreTrainedModel.gradient_checkpointing_enable",
+    "activation_checkpointing_enable": "transformers PreTrainedModel.activation_checkpointing_enable",
     "checkpoint_wrapper": "torch.distributed.algorithms._checkpoint.checkpoint_wrapper.checkpoint_wrapper",
     "apply_activation_checkpointing": "torch.distributed.algorithms._checkpoint.checkpoint_wrapper"
                                       ".apply_activation_checkpointing",
@@ -29,8 +30,8 @@ TARGETS = {
     "fully_shard": "torch.distributed.fsdp.fully_shard (FSDP2)",
     "FullyShardedDataParallel": "torch.distributed.fsdp.FullyShardedDataParallel (FSDP1)",
 }
-CHECKPOINTING = ("checkpoint", "checkpoint_sequential", "gradient_checkpointing_enable", "checkpoint_wrapper",
-                 "apply_activation_checkpointing")
+CHECKPOINTING = ("checkpoint", "checkpoint_sequential", "gradient_checkpointing_enable", "activation_checkpointing_enable",
+                 "checkpoint_wrapper", "apply_activation_checkpointing")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ seam: each is one function `(results) -> str` in `FORMATS` (text like a linter, 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ from rootrank import __version__
 from rootrank.check import CONFIG_SUFFIXES, NOTEBOOK_SUFFIX, CheckOptions, check_source, fix_source
 from rootrank.check.fixes import ordered_fixes, preferred
 from rootrank.check.options import matches
+from rootrank.environment import Environment, NoEnvironmentError, find_environment, roots_above
 from rootrank.model import Applicability, Finding, Fix, plain
 
 LOG = logging.getLogger(__name__)
@@ -55,10 +57,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip these ids or prefixes, comma-separated")
     parser.add_argument("--no-noqa", action="store_true", help="ignore `# noqa` comments")
     parser.add_argument("--stdin-filename", metavar="NAME", help="the file name for source read from '-'")
+    parser.add_argument("--python", metavar="PATH", default="",
+                        help="the interpreter (or environment folder) the code runs with, whose library versions "
+                             "the findings assume; default: the active virtual environment, else a .venv next to "
+                             "or above the file, else rootrank's own interpreter (package metadata only)")
 
 
 def run(args: argparse.Namespace) -> int:
     options = CheckOptions(select=_ids(args.select), ignore=_ids(args.ignore), noqa=not args.no_noqa)
+    python = getattr(args, "python", "") or ""
+    try:
+        environments = Environments(python)
+        environments.for_path(".")  # a bad --python is bad usage, said before anything is checked
+    except NoEnvironmentError as error:
+        print(f"rootrank: {error}", file=sys.stderr)
+        return EXIT_ERROR
     unsafe = bool(getattr(args, "unsafe_fixes", False))
     fix = bool(getattr(args, "fix", False))
     results = Results()
@@ -70,16 +83,17 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     for path in paths:
         name = (args.stdin_filename or "-") if path == "-" else path
+        file_options = environments.options(options, "." if path == "-" else path)
         try:
             source = read_source(path)
             if fix and path != "-":
-                source, count = _fix_file(path, source, options, unsafe)
+                source, count = _fix_file(path, source, file_options, unsafe)
                 results.fixed += count
         except InputError as error:
             results.errors.append(str(error))
             continue
         sources[name] = source
-        results.findings.extend(check_source(source, name, options))
+        results.findings.extend(check_source(source, name, file_options))
     results.findings.extend(_cross_file(sources, options))
     order = {name: i for i, name in enumerate(sources)}
     results.findings.sort(key=lambda f: (order.get(f.path, len(order)), f.line, f.column, f.rule))
@@ -91,9 +105,34 @@ def run(args: argparse.Namespace) -> int:
         print(f"rootrank: {problem}", file=sys.stderr)
     if args.output_format == "text":
         _summary(results, fix, unsafe)
+        environments.summary(results.findings)
     if results.errors:
         return EXIT_ERROR
     return EXIT_FOUND if results.findings else EXIT_OK
+
+
+class Environments:
+    """The environment (and so the library versions) each checked file runs with, found once per folder."""
+
+    def __init__(self, python: str) -> None:
+        self.python = python
+        self.used: dict[str, Environment] = {}
+
+    def for_path(self, path: str) -> Environment:
+        roots = roots_above(path)
+        env = find_environment(self.python, roots)
+        self.used.setdefault(env.where, env)
+        return env
+
+    def options(self, options: CheckOptions, path: str) -> CheckOptions:
+        env = self.for_path(path)
+        return dataclasses.replace(options, versions=tuple(sorted(env.versions.items())))
+
+    def summary(self, findings: list[Finding]) -> None:
+        """One stderr line per environment whose versions a finding assumed (text output)."""
+        if any(f.assumes for f in findings):
+            for env in self.used.values():
+                print(f"Versions assumed: {env.describe()}.", file=sys.stderr)
 
 
 def _cross_file(sources: dict[str, str], options: CheckOptions) -> list[Finding]:
@@ -203,13 +242,14 @@ def _summary(results: Results, fix: bool, unsafe_fixes: bool) -> None:
 
 def format_text(results: Results) -> str:
     """`path:line:col: id message`, and the preferred fix as ruff shows it: `[*]` when `--fix` applies it,
-    `[unsafe fix]` when only `--fix --unsafe-fixes` does."""
+    `[unsafe fix]` when only `--fix --unsafe-fixes` does; then the versions the finding assumed."""
     lines = []
     for f in results.findings:
         fix = preferred(f)
         mark = "" if fix is None else (" [*]" if fix.applicability is Applicability.SAFE else " [unsafe fix]")
         where = f"{f.path}:{f.line}:{f.column}" if f.cell is None else f"{f.path}:cell {f.cell}:{f.line}:{f.column}"
-        lines.append(f"{where}: {f.rule}{mark} {f.message}\n")
+        assumed = f" [{', '.join(f.assumes)}]" if f.assumes else ""
+        lines.append(f"{where}: {f.rule}{mark} {f.message}{assumed}\n")
     return "".join(lines)
 
 
@@ -223,6 +263,8 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
         "fix": _fix_to_json(first) if (first := preferred(finding)) is not None else None,
         "fixes": [_fix_to_json(f) for f in ordered_fixes(finding)],
     }
+    if finding.assumes:
+        data["assumes"] = list(finding.assumes)
     if finding.cell is not None:
         data["cell"] = finding.cell  # a notebook: `line`/`end_line` count inside that cell
     if len(finding.fixes) > 1:
@@ -255,6 +297,7 @@ def format_sarif(results: Results) -> str:
         result: dict[str, Any] = {
             "ruleId": finding.rule, "ruleIndex": index[finding.rule],
             "level": _SARIF_LEVEL[finding.severity.value], "message": {"text": finding.message},
+            **({"properties": {"assumes": list(finding.assumes)}} if finding.assumes else {}),
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}, "region": _region(
                 finding.line, finding.column, finding.end_line, finding.end_column)}}],
         }

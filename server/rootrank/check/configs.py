@@ -12,14 +12,16 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
+from rootrank.check import hf
 from rootrank.check.source import Locator
 from rootrank.model import Applicability, Edit, Finding, Fix, Severity
+from rootrank.stack import facts
 
 USE_REENTRANT = "checkpoint.use-reentrant-explicit"
 DOUBLE = "checkpoint.fsdp-double-checkpoint"
@@ -62,6 +64,7 @@ class _Config:
         self.json = path.lower().endswith(".json")
         self.data: Any = None
         self.keys: dict[tuple[int, str], Key] = {}
+        self.versions: dict[str, str] = {}  # installed library versions; missing: unknown
         if self.json:
             self.data = json.loads(source)
         else:
@@ -98,11 +101,16 @@ class _Config:
         return Key(line, column, end_line, end - self.locator.starts[end_line - 1] + 1, mapping.get(name), True,
                    start_line if value else 0, match.end() - self.locator.starts[start_line - 1] + 1)
 
-    def finding(self, rule: str, key: Key, message: str, fixes: tuple[Fix, ...] = ()) -> Finding:
+    def finding(self, rule: str, key: Key, message: str, fixes: tuple[Fix, ...] = (),
+                assumed: facts.Answer | None = None) -> Finding:
         from rootrank.check import severity_of
 
-        return Finding(rule, severity_of(rule, DEFAULT_SEVERITY[rule]), self.path, key.line, key.column,
-                       key.line, key.column + len(self._key_text(key)), message, fixes)
+        assumes, at_most, note = hf.qualify(assumed)
+        severity = severity_of(rule, DEFAULT_SEVERITY[rule])
+        if at_most is not None and severity is Severity.ERROR:
+            severity = at_most
+        return Finding(rule, severity, self.path, key.line, key.column,
+                       key.line, key.column + len(self._key_text(key)), message + note, fixes, assumes=assumes)
 
     def _key_text(self, key: Key) -> str:
         text = self.locator.line_text(key.line)[key.column - 1:]
@@ -110,11 +118,13 @@ class _Config:
         return match.group(0) if match else ""
 
 
-def check_config(source: str, path: str, locator: Locator) -> list[Finding]:
+def check_config(source: str, path: str, locator: Locator,
+                 versions: Mapping[str, str] | None = None) -> list[Finding]:
     if path.lower().endswith(".sh"):
         return list(_megatron(source, path, locator))
     try:
         config = _Config(path, source, locator)
+        config.versions = dict(versions or {})
     except (ValueError, yaml.YAMLError, RecursionError) as error:
         line = getattr(getattr(error, "problem_mark", None), "line", None)
         line = (line + 1) if isinstance(line, int) else getattr(error, "lineno", 1)
@@ -140,26 +150,45 @@ def _mappings(data: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
 
 
 def _trainer_arguments(config: _Config, args: dict[str, Any]) -> Iterator[Finding]:
-    if args.get("gradient_checkpointing") is not True:
+    # Either spelling (transformers >= 5.23 renamed the fields); the new one wins, as TrainingArguments resolves.
+    # (`activation_checkpointing` as a mapping is DeepSpeed's section, not the Trainer's flag.)
+    flag = next((name for name in reversed(hf.FLAGS) if isinstance(args.get(name), bool)), None)
+    if flag is None or args.get(flag) is not True:
         return
-    enabled = config.key(args, "gradient_checkpointing")
-    kwargs = args.get("gradient_checkpointing_kwargs")
-    reentrant = not (isinstance(kwargs, dict) and kwargs.get("use_reentrant") is False)
-    if "gradient_checkpointing_kwargs" not in args:
+    enabled = config.key(args, flag)
+    kwargs_key = next((name for name in reversed(hf.KWARGS) if name in args), None)
+    kwargs = args.get(kwargs_key) if kwargs_key else None
+    default = hf.default_reentrant(config.versions)
+    if isinstance(kwargs, dict) and "use_reentrant" in kwargs:
+        reentrant, assumed = kwargs.get("use_reentrant") is not False, None
+    elif isinstance(kwargs, dict) and kwargs and not set(kwargs) - set(hf.OWN_KWARGS):
+        reentrant, assumed = hf.default_is_reentrant(default) is not False, default  # the Trainer passes None on
+    elif kwargs_key is not None and kwargs is not None:
+        reentrant, assumed = True, None  # a dict without `use_reentrant` reaches torch: its reentrant default
+    else:
+        reentrant, assumed = hf.default_is_reentrant(default) is not False, default
+    name = hf.kwargs_name(flag)
+    if kwargs_key is None and reentrant:
         yield config.finding(USE_REENTRANT, enabled, (
-            "`gradient_checkpointing: true` without `gradient_checkpointing_kwargs`: transformers checkpoints "
-            "reentrant (`use_reentrant=True`) and PyTorch warns on every step; add "
-            "`gradient_checkpointing_kwargs: {use_reentrant: false}`"), _kwargs_fixes(config, enabled))
+            f"`{flag}: true` without `{name}`: transformers checkpoints "
+            f"reentrant (`use_reentrant=True`); add `{name}: {{use_reentrant: false}}`"),
+            _kwargs_fixes(config, enabled, name, keep=default.known), assumed)
     fsdp_config = args.get("fsdp_config")
     fsdp = args.get("fsdp")
     fsdp_text = " ".join(fsdp) if isinstance(fsdp, list) else fsdp
     if isinstance(fsdp_config, dict) and fsdp_config.get("activation_checkpointing") is True:
         yield config.finding(DOUBLE, enabled, (
-            "`gradient_checkpointing: true` together with `fsdp_config.activation_checkpointing`: every block would "
+            f"`{flag}: true` together with `fsdp_config.activation_checkpointing`: every block would "
             "be checkpointed twice, and transformers refuses the combination; keep only FSDP's"))
     elif isinstance(fsdp_text, str) and ("full_shard" in fsdp_text or "hybrid_shard" in fsdp_text):
         yield config.finding(DOUBLE, enabled, (
-            "`gradient_checkpointing: true` with FSDP full/hybrid shard: the recomputation all-gathers the parameters again "
+            f"`{flag}: true` with FSDP full/hybrid shard: the recomputation all-gathers the parameters again "
+            "in backward; use `fsdp_config: {activation_checkpointing: true}` instead"))
+    elif (fsdp is True or (isinstance(fsdp_text, str) and fsdp_text.strip())) \
+            and facts.answer("transformers.fsdp-bool", config.versions).is_(False) is not True:
+        # transformers >= 5.10.1: `fsdp: true`, and the redundant-AllGather warning for any FSDP
+        yield config.finding(DOUBLE, enabled, (
+            f"`{flag}: true` with FSDP: the recomputation all-gathers the parameters again "
             "in backward; use `fsdp_config: {activation_checkpointing: true}` instead"))
     if args.get("use_cache") is True:
         key = config.key(args, "use_cache")
@@ -173,23 +202,25 @@ def _trainer_arguments(config: _Config, args: dict[str, Any]) -> Iterator[Findin
         yield config.finding(DDP, config.key(args, "ddp_find_unused_parameters"), (
             "`ddp_find_unused_parameters: true` with reentrant gradient checkpointing: DDP marks parameters ready "
             "twice ('Expected to mark a variable ready only once'); set "
-            "`gradient_checkpointing_kwargs: {use_reentrant: false}`"))
+            f"`{name}: {{use_reentrant: false}}`"), assumed=assumed)
 
 
-def _kwargs_fixes(config: _Config, key: Key) -> tuple[Fix, ...]:
+def _kwargs_fixes(config: _Config, key: Key, name: str, keep: bool) -> tuple[Fix, ...]:
     fixes = []
-    for value, applicability, note in ((False, Applicability.UNSAFE, "recommended; unsafe: recomputation differs"),
-                                       (True, Applicability.SAFE, "keeps today's behaviour")):
-        edit = _insert_kwargs(config, key, value)
+    # "Keeps today's behaviour" only where transformers' version is known to default to reentrant.
+    choices = [(False, Applicability.UNSAFE, "recommended; unsafe: recomputation differs")]
+    if keep:
+        choices.append((True, Applicability.SAFE, "keeps today's behaviour"))
+    for value, applicability, note in choices:
+        edit = _insert_kwargs(config, key, value, name)
         if edit is not None:
-            fixes.append(Fix(f"Add `gradient_checkpointing_kwargs` with `use_reentrant={value}` ({note})",
-                             applicability, (edit,)))
+            fixes.append(Fix(f"Add `{name}` with `use_reentrant={value}` ({note})", applicability, (edit,)))
     return tuple(fixes)
 
 
-def _insert_kwargs(config: _Config, key: Key, value: bool) -> Edit | None:
+def _insert_kwargs(config: _Config, key: Key, value: bool, name: str) -> Edit | None:
     if config.json:
-        text = f', "gradient_checkpointing_kwargs": {{"use_reentrant": {str(value).lower()}}}'
+        text = f', "{name}": {{"use_reentrant": {str(value).lower()}}}'
         return Edit(key.end_line, key.end_column, key.end_line, key.end_column, text)
     if not key.block:
         return None
@@ -199,7 +230,7 @@ def _insert_kwargs(config: _Config, key: Key, value: bool) -> Edit | None:
         return None  # the key shares its line with something else (`- gradient_checkpointing: true`)
     end = len(line) + 1
     newline = "\r\n" if "\r\n" in config.source else "\n"
-    text = f"{newline}{indent}gradient_checkpointing_kwargs: {{use_reentrant: {str(value).lower()}}}"
+    text = f"{newline}{indent}{name}: {{use_reentrant: {str(value).lower()}}}"
     return Edit(key.line, end, key.line, end, text)
 
 
@@ -207,7 +238,7 @@ def _accelerate(config: _Config, data: dict[str, Any]) -> Iterator[Finding]:
     fsdp = data.get("fsdp_config")
     if not (isinstance(fsdp, dict) and fsdp.get("fsdp_activation_checkpointing") is True):
         return
-    if data.get("gradient_checkpointing") is True:
+    if any(data.get(name) is True for name in hf.FLAGS):
         yield config.finding(DOUBLE, config.key(fsdp, "fsdp_activation_checkpointing"), (
             "`fsdp_activation_checkpointing: true` together with `gradient_checkpointing: true`: every block is "
             "checkpointed twice (FSDP's wrapper and transformers'); keep only FSDP's"))
@@ -217,10 +248,8 @@ def _deepspeed(config: _Config, data: dict[str, Any]) -> Iterator[Finding]:
     section = data.get("activation_checkpointing")
     if not isinstance(section, dict):
         return
-    if section.get("cpu_checkpointing") is True and section.get("partition_activations") is not True:
-        yield config.finding(DEEPSPEED, config.key(section, "cpu_checkpointing"), (
-            "DeepSpeed `cpu_checkpointing: true` without `partition_activations: true` has no effect: only "
-            "partitioned activations are offloaded to the CPU"))
+    # `cpu_checkpointing` without `partition_activations` does offload (version-facts topic
+    # deepspeed.cpu-checkpointing): nothing to report there.
     if data.get("gradient_checkpointing") is True:
         yield config.finding(DEEPSPEED, config.key(data, "activation_checkpointing"), (
             "DeepSpeed's `activation_checkpointing` section only configures `deepspeed.checkpointing`; transformers' "
@@ -287,7 +316,8 @@ def _number(value: str | None) -> int | None:
 
 # ---------------------------------------------------------------------- across the files of one run
 
-_HF_CHECKPOINTING = re.compile(r"gradient_checkpointing_enable\s*\(|gradient_checkpointing\s*=\s*True")
+_HF_CHECKPOINTING = re.compile(r"(?:gradient|activation)_checkpointing_enable\s*\(|"
+                               r"(?:gradient|activation)_checkpointing\s*=\s*True")
 
 
 def _beside(script: str, config: str) -> bool:
@@ -319,7 +349,7 @@ def cross_file(sources: dict[str, str]) -> list[Finding]:
             continue
         fsdp = config.data.get("fsdp_config") if isinstance(config.data, dict) else None
         if isinstance(fsdp, dict) and fsdp.get("fsdp_activation_checkpointing") is True \
-                and config.data.get("gradient_checkpointing") is not True:
+                and not any(config.data.get(name) is True for name in hf.FLAGS):
             findings.append(config.finding(DOUBLE, config.key(fsdp, "fsdp_activation_checkpointing"), (
                 f"`fsdp_activation_checkpointing: true` while {path_py}:{line_py} also turns on transformers' "
                 "gradient checkpointing: every block is checkpointed twice and recomputed twice in backward; "

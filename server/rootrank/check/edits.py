@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from rootrank.check import hf
 from rootrank.check.semantic import CHECKPOINT_OWN_KEYWORDS, Semantic, bound_positionally
 from rootrank.model import Applicability, Edit, Fix
 
@@ -84,8 +85,8 @@ def use_non_reentrant(semantic: Semantic, call: ast.Call, api: str) -> Fix | Non
     """The unsafe fix shared by the reentrant-* rules: switch this call to non-reentrant checkpointing."""
     if api in ("checkpoint_wrapper", "apply_activation_checkpointing"):
         return None  # the enum needs an import that may not be there; the message says what to write
-    if api == "gradient_checkpointing_enable":
-        edit = set_keyword(semantic, call, "gradient_checkpointing_kwargs", '{"use_reentrant": False}', api)
+    if hf.is_enable(api):
+        edit = set_keyword(semantic, call, hf.kwargs_name(api), '{"use_reentrant": False}', api)
     else:
         edit = set_keyword(semantic, call, "use_reentrant", "False", api)
     return fix("Use non-reentrant checkpointing (`use_reentrant=False`)", Applicability.UNSAFE, edit)

@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rootrank.check import hf
 from rootrank.check.calls import CHECKPOINTING, TARGETS
 from rootrank.environment import version_tuple
+from rootrank.stack import facts as version_facts
 
 if TYPE_CHECKING:
     from rootrank.check.calls import Call, FileFacts
@@ -44,8 +46,8 @@ def passes_use_reentrant(call: Call) -> bool:
     """Whether `use_reentrant` reaches torch explicitly from this call."""
     if call.name in ("checkpoint", "checkpoint_sequential"):
         return call.keywords.get("use_reentrant", "None") != "None"
-    if call.name == "gradient_checkpointing_enable":
-        return "use_reentrant" in call.keywords.get("gradient_checkpointing_kwargs", "")
+    if hf.is_enable(call.name):
+        return "use_reentrant" in call.keywords.get(hf.kwargs_name(call.name), "")
     return True  # checkpoint_wrapper and apply_activation_checkpointing always pass it
 
 
@@ -63,18 +65,26 @@ def mode_of(call: Call, env: Environment) -> tuple[str, str]:
         if call.has_star_kwargs:
             return RUNTIME, "`use_reentrant` may come from `**kwargs`; reentrant if it does not"
         return REENTRANT, "`use_reentrant` not passed: PyTorch falls back to the reentrant implementation"
-    if call.name == "gradient_checkpointing_enable":
-        value = kw.get("gradient_checkpointing_kwargs", "")
+    if hf.is_enable(call.name):
+        name = hf.kwargs_name(call.name)
+        value = kw.get(name, "")
         compact = value.replace(" ", "").replace('"', "'")
         if "'use_reentrant':False" in compact:
-            return NON_REENTRANT, '`gradient_checkpointing_kwargs={"use_reentrant": False}`'
+            return NON_REENTRANT, f'`{name}={{"use_reentrant": False}}`'
         if "'use_reentrant':True" in compact:
-            return REENTRANT, '`gradient_checkpointing_kwargs={"use_reentrant": True}`'
+            return REENTRANT, f'`{name}={{"use_reentrant": True}}`'
         if value and "use_reentrant" in value:
-            return RUNTIME, f"`gradient_checkpointing_kwargs={value}`"
-        transformers = env.version("transformers")
-        return REENTRANT, ("no `use_reentrant` in `gradient_checkpointing_kwargs`: transformers passes "
-                           "`use_reentrant=True`" + (f" (transformers {transformers})" if transformers else ""))
+            return RUNTIME, f"`{name}={value}`"
+        # transformers' own default, which depends on its version (the version-facts table).
+        answer = hf.default_reentrant(env.versions)
+        if answer.row is None:
+            t = answer.topic
+            return RUNTIME, (f"no `use_reentrant` in `{name}`: transformers' default, and its version is unknown "
+                             f"({answer.assumed}): reentrant on {t.versions_where_not(False)}, non-reentrant on "
+                             f"{t.versions_where(False)}")
+        mode = NON_REENTRANT if answer.value is False else REENTRANT
+        return mode, (f"no `use_reentrant` in `{name}`: transformers {answer.version} {answer.row.says} "
+                      f"({answer.row.source})")
     if call.name == "checkpoint_wrapper":
         value = kw.get("checkpoint_impl", "")
         if "NO_REENTRANT" in value:
@@ -102,9 +112,12 @@ def torch_note(mode: str, env: Environment, passed: bool = True, call: str = "ch
     head = f"torch {version} (from {env.where}): "
     if v < (1, 11):
         return head + "there is no `use_reentrant` argument; checkpointing is always reentrant."
-    if mode == REENTRANT and call == "gradient_checkpointing_enable" and not passed:
-        return head + ("recent transformers (since early 2024) pass `use_reentrant=True` explicitly, so torch does not "
-                       "warn; older ones call checkpoint without it and torch ≥ 2.1 prints a `UserWarning`.")
+    if hf.is_enable(call) and not passed:
+        answer = hf.default_reentrant(env.versions)
+        if answer.known and answer.value is not None:
+            return head + "transformers passes `use_reentrant` explicitly, so torch does not warn."
+        return head + ("transformers before 4.38 calls checkpoint without `use_reentrant`, and torch ≥ 2.1 then "
+                       "prints a `UserWarning`; later ones pass it explicitly (no warning).")
     if mode == REENTRANT and not passed and v < (2, 1):
         return head + "reentrant is the default and is used silently."
     if mode == REENTRANT and not passed and version.startswith("2.3.0a0"):
@@ -166,8 +179,12 @@ def coverage(call: Call, facts: FileFacts) -> str:
         segments = kw.get("segments") or (call.args[1] if len(call.args) > 1 else "?")
         stack = call.args[0] if call.args else "the sequence"
         text = f"`{stack}` split into `{segments}` segments; every segment but the last is checkpointed"
-    elif call.name == "gradient_checkpointing_enable":
+    elif hf.is_enable(call.name):
+        every = kw.get("every_n_layers")
         text = "every layer of the model that supports gradient checkpointing (typically each decoder block)"
+        if every:
+            since = version_facts.topic("transformers.every-n-layers").versions_where(True)
+            text = f"every {every}-th decoder layer (`every_n_layers={every}`, {since})"
     elif call.name == "checkpoint_wrapper":
         text = f"the wrapped module `{call.args[0]}`" if call.args else "the wrapped module"
     elif call.name == "apply_activation_checkpointing":

@@ -12,6 +12,9 @@ class CheckOptions:
     select: tuple[str, ...] = ()  # empty: every rule
     ignore: tuple[str, ...] = ()
     noqa: bool = True  # honour `# noqa` / `# noqa: <id>` comments
+    # The library versions the code runs with (package, version), from rootrank.environment; a package
+    # missing here is unknown, and a finding that depends on its version is at most a warning.
+    versions: tuple[tuple[str, str], ...] = ()
 
     def enabled(self, rule_id: str) -> bool:
         if self.select and not any(matches(rule_id, s) for s in self.select):

@@ -25,6 +25,8 @@ class Violation:
     node: ast.AST
     message: str
     fixes: tuple[Fix, ...] = ()
+    assumes: tuple[str, ...] = ()  # library versions the violation depends on (Finding.assumes)
+    at_most: Severity | None = None  # a cap on the entry's severity (a version that could not be read)
     # A milder severity than the entry's, for a site that is fragile rather than failing (e.g. forced
     # reentrant checkpointing under DDP that works until a parameter goes unused).
     severity: Severity | None = None

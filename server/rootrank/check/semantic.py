@@ -14,8 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from rootrank.check import hf
 from rootrank.check.names import ImportTable, dotted
 from rootrank.check.source import Locator
+from rootrank.stack import facts
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 LoopNode = ast.For | ast.AsyncFor | ast.While
@@ -56,6 +58,7 @@ POSITIONAL_PARAMETERS: dict[str, tuple[str, ...]] = {
     "checkpoint_wrapper": ("module", "checkpoint_impl", "checkpoint_fn"),
     "apply_activation_checkpointing": ("model", "checkpoint_wrapper_fn", "check_fn", "auto_wrap_policy"),
     "gradient_checkpointing_enable": ("gradient_checkpointing_kwargs",),
+    "activation_checkpointing_enable": ("activation_checkpointing_kwargs", "every_n_layers", "offload"),
 }
 
 
@@ -109,19 +112,31 @@ class CheckpointSite:
 
     call: ast.Call
     frame: Frame
-    api: str  # "checkpoint", "checkpoint_sequential", "checkpoint_wrapper", "gradient_checkpointing_enable"
+    api: str  # "checkpoint", "checkpoint_sequential", "checkpoint_wrapper", or hf.ENABLE's name as spelled
     reentrant: bool | None  # None: cannot be known from the file
     explicit: bool  # the mode was spelled out (keyword, partial preset, checkpoint_impl, kwargs dict)
     keyword: ast.keyword | None  # the keyword carrying the mode in this call, when there is one
     splat: bool  # a `**kwargs` may carry the mode
+    assumed: facts.Answer | None = None  # the version fact the mode came from (transformers' default)
 
     @property
     def function(self) -> ast.expr | None:
         """The checkpointed callable or module (first positional argument), when it is spelled out."""
-        if self.api == "gradient_checkpointing_enable" or not self.call.args:
+        if hf.is_enable(self.api) or not self.call.args:
             return None
         first = self.call.args[0]
         return None if isinstance(first, ast.Starred) else first
+
+
+@dataclass(frozen=True, slots=True)
+class TrainerCheckpointing:
+    """Checkpointing the HF Trainer turns on from its arguments (either spelling of the fields)."""
+
+    args: CallSite
+    flag: ast.keyword  # `gradient_checkpointing=True` or `activation_checkpointing=True`
+    kwargs: ast.keyword | None
+    reentrant: bool | None  # None: cannot be known from the file
+    assumed: facts.Answer | None  # the version fact the mode came from, when it is a library default
 
 
 @dataclass
@@ -137,6 +152,7 @@ class Semantic:
     calls: list[CallSite] = field(default_factory=list)
     assigns: list[AssignSite] = field(default_factory=list)
     memo: dict[str, Any] = field(default_factory=dict)  # answers several rules share (e.g. what is compiled)
+    versions: dict[str, str] = field(default_factory=dict)  # installed library versions; missing: unknown
     # Several rules resolve the same names: by node id, valid while this Semantic (holding the nodes) lives.
     _qualified: dict[int, str | None] = field(default_factory=dict, repr=False)
 
@@ -229,8 +245,8 @@ class Semantic:
         call = site.node
         name, presets = self.resolve_call(call)
         api = _API_OF.get(name or "", "")
-        if not api and isinstance(call.func, ast.Attribute) and call.func.attr == "gradient_checkpointing_enable":
-            api = "gradient_checkpointing_enable"
+        if not api and isinstance(call.func, ast.Attribute) and hf.is_enable(call.func.attr):
+            api = call.func.attr
         # Arguments passed by position count as the keywords they bind; a `*args` may bind anything.
         positional, starred = bound_positionally(call, api)
         given_here = (*positional, *call.keywords)
@@ -267,15 +283,21 @@ class Semantic:
             if wrapper is not None:
                 mode = self._wrapper_mode(wrapper.value)
             return CheckpointSite(call, site.frame, "apply_activation_checkpointing", mode, True, None, splat)
-        if api == "gradient_checkpointing_enable":
-            keyword = next((k for k in given_here if k.arg == "gradient_checkpointing_kwargs"), None)
+        if hf.is_enable(api):
+            keyword = next((k for k in given_here if k.arg == hf.kwargs_name(api)), None)
             if keyword is None:
-                # transformers passes use_reentrant=True when no kwargs are given.
-                return CheckpointSite(call, site.frame, "gradient_checkpointing_enable", None if splat else True,
-                                      False, None, splat)
-            return CheckpointSite(call, site.frame, "gradient_checkpointing_enable",
-                                  self.hf_reentrant(keyword.value, site.frame), True, keyword, splat)
+                # The mode is transformers' default, which depends on its version (unknown: reentrant, as on 4.x).
+                answer = hf.default_reentrant(self.versions)
+                default = hf.default_is_reentrant(answer)
+                return CheckpointSite(call, site.frame, api, None if splat else default is not False,
+                                      False, None, splat, answer)
+            return CheckpointSite(call, site.frame, api, self.hf_reentrant(keyword.value, site.frame), True,
+                                  keyword, splat)
         return None
+
+    def fact(self, topic: str) -> facts.Answer:
+        """The version-facts answer for the installed version of the topic's library."""
+        return facts.answer(topic, self.versions)
 
     def _wrapper_mode(self, wrapper: ast.expr) -> bool | None:
         """Reentrant or not, for a `checkpoint_wrapper_fn`: the wrapper itself or a partial of it."""
@@ -295,6 +317,8 @@ class Semantic:
 
     def hf_reentrant(self, kwargs: ast.expr, frame: Frame) -> bool | None:
         value = self.literal(kwargs, frame)
+        if value is None:
+            return self.hf_default_reentrant()
         if isinstance(value, dict):
             mode = value.get("use_reentrant", True)
             return None if mode is UNKNOWN else bool(mode)
@@ -305,6 +329,47 @@ class Semantic:
                     return None if mode is UNKNOWN else bool(mode)
             return None if any(k.arg is None for k in kwargs.keywords) else True
         return None
+
+    def hf_default_reentrant(self) -> bool | None:
+        """Whether transformers' default (no `use_reentrant` given) is reentrant here; True when unknown."""
+        return hf.default_is_reentrant(hf.default_reentrant(self.versions)) is not False
+
+    def trainer_checkpointing(self) -> Iterator[TrainerCheckpointing]:
+        """`TrainingArguments(gradient_checkpointing=True)` / `(activation_checkpointing=True)` and TRL's
+        configs, with the mode the Trainer will run in."""
+        for args in self.training_arguments():
+            call = args.node
+            flag = hf.flag(call)
+            if flag is None or self.literal(flag.value, args.frame) is not True:
+                continue
+            kwargs = hf.kwargs(call)
+            splat = any(k.arg is None for k in call.keywords)
+            assumed: facts.Answer | None = None
+            reentrant: bool | None
+            if kwargs is not None:
+                value = self.literal(kwargs.value, args.frame)
+                if isinstance(value, dict) and not set(value) - set(hf.OWN_KWARGS) and value:
+                    kwargs_default = True  # only `every_n_layers`/`offload`: the Trainer passes None on
+                else:
+                    kwargs_default = False
+                reentrant = self.hf_reentrant(kwargs.value, args.frame) if not kwargs_default else None
+                if kwargs_default:
+                    assumed = hf.default_reentrant(self.versions)
+                    reentrant = hf.default_is_reentrant(assumed) is not False
+            elif splat:
+                reentrant = None
+            else:
+                assumed = hf.default_reentrant(self.versions)
+                reentrant = hf.default_is_reentrant(assumed) is not False
+                trl_first = (self.qualified(call.func) or "").startswith("trl.")
+                if reentrant and trl_first and assumed.value is True:
+                    # TRL >= 0.27 asks for `use_reentrant=False` itself on transformers < 5.
+                    trl = self.fact("trl.non-reentrant-on-transformers-4")
+                    if trl.is_(True):
+                        reentrant, assumed = False, trl
+                    elif not trl.known:
+                        assumed = trl  # reentrant only with an older TRL: at most a warning that says so
+            yield TrainerCheckpointing(args, flag, kwargs, reentrant, assumed)
 
     def reentrant_sites(self) -> Iterator[CheckpointSite]:
         """Checkpoint sites that certainly run reentrant."""

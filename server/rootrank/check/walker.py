@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rootrank.check.fixes import judge_fixes
@@ -42,13 +42,13 @@ class Facts:
     assigns: list[AssignSite] = field(default_factory=list)
 
 
-def collect(source: str, path: str, locator: Locator) -> Semantic:
+def collect(source: str, path: str, locator: Locator, versions: Mapping[str, str] | None = None) -> Semantic:
     """Parse and walk `source`, top-level chunk by chunk (cached), else as a whole.
 
     Raises SyntaxError (or RecursionError/ValueError/MemoryError from the parser) when the file does
     not parse.
     """
-    semantic = Semantic(path=path, source=source, locator=locator)
+    semantic = Semantic(path=path, source=source, locator=locator, versions=dict(versions or {}))
     chunks = split_chunks(source)
     aliases = aliases_of(text for _, text in chunks)
     parts = [_chunk_facts(text, first, aliases) for first, text in chunks]
@@ -236,8 +236,14 @@ def run_rules(semantic: Semantic, selected: Iterable[str], severities: dict[str,
 
 def to_finding(semantic: Semantic, rule_id: str, severity: Severity, violation: Violation) -> Finding:
     line, column, end_line, end_column = semantic.span(violation.node)
-    return Finding(rule_id, violation.severity or severity, semantic.path, line, column, end_line, end_column,
-                   violation.message, _dedupe(violation.fixes))
+    severity = violation.severity or severity
+    if violation.at_most is not None and _RANK[severity] > _RANK[violation.at_most]:
+        severity = violation.at_most
+    return Finding(rule_id, severity, semantic.path, line, column, end_line, end_column, violation.message,
+                   _dedupe(violation.fixes), assumes=violation.assumes)
+
+
+_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
 
 
 def _dedupe(fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:

@@ -22,6 +22,7 @@ from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from rootrank.lsp.settings import Settings, has_settings, parse_settings
@@ -105,6 +106,17 @@ class RootrankServer(LanguageServer):
         return bool(value)
 
     # ------------------------------------------------------------------ documents
+
+    def workspace_roots(self) -> tuple[str, ...]:
+        """The workspace folders on disk (where a `.venv` of the project may sit)."""
+        roots = []
+        for folder in self.workspace.folders.values():
+            path = to_fs_path(folder.uri)
+            if path:
+                roots.append(path)
+        if self.workspace.root_path:
+            roots.append(self.workspace.root_path)
+        return tuple(dict.fromkeys(roots))
 
     def document(self, uri: str) -> TextDocument | None:
         """An open document, or None (never read from disk: the client owns unopened files). pygls keys

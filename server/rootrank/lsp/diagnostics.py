@@ -9,6 +9,7 @@ result is published only if the document still has that text.
 from __future__ import annotations
 
 import asyncio
+import os
 import traceback
 from typing import TYPE_CHECKING
 
@@ -59,10 +60,12 @@ def compute(
     settings: Settings,
     encoding: str,
     crashes: list[tuple[str, BaseException]],
+    roots: tuple[str, ...] = (),
 ) -> tuple[list[Finding], list[types.Diagnostic]]:
     """The findings for one text and their diagnostics (runs in a worker thread)."""
+    versions = engine.versions_for(settings.python, path if os.path.isabs(path) else None, roots)
     findings = [f for f in engine.check_isolated(text, path, settings.select, settings.ignore,
-                                                 lambda rule, exc: crashes.append((rule, exc)))
+                                                 lambda rule, exc: crashes.append((rule, exc)), versions)
                 if f.rule not in SKIPPED_RULES]
     lines = Lines(text, encoding)
     comment = comment_char(path)
@@ -122,7 +125,7 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
     crashes: list[tuple[str, BaseException]] = []
     encoding = encoding_name(ls.workspace.position_encoding)
     findings, diagnostics = await asyncio.get_running_loop().run_in_executor(
-        ls.executor, compute, text, path, version, ls.settings, encoding, crashes)
+        ls.executor, compute, text, path, version, ls.settings, encoding, crashes, ls.workspace_roots())
     _report_crashes(ls, crashes)
     if not ls.is_current(state, generation, version):
         return  # the text changed meanwhile: a newer run is scheduled

@@ -24,13 +24,28 @@ if TYPE_CHECKING:
 LOG = logging.getLogger("rootrank.lsp")
 
 
-def check_source(source: str, path: str, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Finding]:
+def check_source(source: str, path: str, select: Iterable[str] = (), ignore: Iterable[str] = (),
+                 versions: tuple[tuple[str, str], ...] = ()) -> list[Finding]:
     from rootrank.check import CheckOptions
     from rootrank.check import check_source as run
 
     select, ignore = tuple(select), tuple(ignore)
-    options = CheckOptions(select=select, ignore=ignore) if (select or ignore) else None
-    return list(run(source, path, options))
+    return list(run(source, path, CheckOptions(select=select, ignore=ignore, versions=versions)))
+
+
+def versions_for(python: str, path: str | None, roots: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """The library versions a document's code runs with: the `python` setting, else the active venv, else a
+    .venv above the file or in a workspace folder, else the server's own. A `python` setting with no
+    environment behind it is ignored (the server stays up; the checks assume the next place)."""
+    from rootrank.environment import NoEnvironmentError, find_environment, roots_above
+
+    near = (*roots_above(path), *roots) if path else roots
+    try:
+        env = find_environment(python, near)
+    except NoEnvironmentError:
+        LOG.warning("rootrank: the python setting %r has no site-packages; ignored", python)
+        env = find_environment("", near)
+    return tuple(sorted(env.versions.items()))
 
 
 def checked_rule_ids() -> list[str]:
@@ -52,6 +67,7 @@ def check_isolated(
     select: Iterable[str],
     ignore: Iterable[str],
     on_crash: Callable[[str, BaseException], None],
+    versions: tuple[tuple[str, str], ...] = (),
 ) -> list[Finding]:
     """Run the checks; when the run raises, run each entry's check alone and skip the ones that raise.
 
@@ -59,7 +75,7 @@ def check_isolated(
     """
     select, ignore = tuple(select), tuple(ignore)
     try:
-        return check_source(source, path, select, ignore)
+        return check_source(source, path, select, ignore, versions)
     except SyntaxError:
         return []
     except Exception as exc:
@@ -69,7 +85,7 @@ def check_isolated(
         if rule in ignore or (select and not any(rule == s or rule.startswith(s.rstrip(".") + ".") for s in select)):
             continue
         try:
-            findings.extend(check_source(source, path, (rule,), ignore))
+            findings.extend(check_source(source, path, (rule,), ignore, versions))
         except SyntaxError:
             return findings
         except Exception as exc:

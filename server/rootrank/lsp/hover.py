@@ -13,7 +13,6 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
-from pygls.uris import to_fs_path
 
 from rootrank.lsp import engine, logs, notebooks
 from rootrank.lsp.convert import Lines, encoding_name
@@ -40,15 +39,10 @@ def _facts(document: TextDocument) -> FileFacts | None:
     return _FACTS[key]
 
 
-def _roots(ls: RootrankServer) -> tuple[str, ...]:
-    roots = []
-    for folder in ls.workspace.folders.values():
-        path = to_fs_path(folder.uri)
-        if path:
-            roots.append(path)
-    if ls.workspace.root_path:
-        roots.append(ls.workspace.root_path)
-    return tuple(dict.fromkeys(roots))
+def _roots(ls: RootrankServer, path: str | None) -> tuple[str, ...]:
+    from rootrank.environment import roots_above
+
+    return (*(roots_above(path) if path else ()), *ls.workspace_roots())
 
 
 # --------------------------------------------------------------------------- handler
@@ -102,9 +96,13 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
             column = lines.column(position)
             call = facts.at(position.line + 1 + offset, column)
             if call is not None:
-                from rootrank.environment import find_environment
+                from rootrank.environment import NoEnvironmentError, find_environment
 
-                env = find_environment(ls.settings.python, _roots(ls))
+                roots = _roots(ls, document.path)
+                try:
+                    env = find_environment(ls.settings.python, roots)
+                except NoEnvironmentError:  # a `python` setting with nothing behind it: the next place
+                    env = find_environment("", roots)
                 from rootrank.check.explain_call import call_markdown
 
                 sections.append(call_markdown(call, facts, env))

@@ -77,11 +77,19 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
     crashes: list[tuple[str, BaseException]] = []
     path = notebook.uri.rsplit("/", 1)[-1]
     path = path if path.lower().endswith(".ipynb") else path + ".ipynb"
-    findings = await asyncio.get_running_loop().run_in_executor(
-        ls.executor, lambda: [f for f in engine.check_isolated(_as_ipynb(cells), path, ls.settings.select,
-                                                              ls.settings.ignore,
-                                                              lambda rule, exc: crashes.append((rule, exc)))
-                              if f.rule not in SKIPPED_RULES])
+    from pygls.uris import to_fs_path
+
+    on_disk = to_fs_path(notebook.uri)
+    roots = ls.workspace_roots()
+
+    def run() -> list[Finding]:
+        # The library versions of the notebook's environment (a .venv above it, the python setting, ...).
+        library_versions = engine.versions_for(ls.settings.python, on_disk, roots)
+        return [f for f in engine.check_isolated(_as_ipynb(cells), path, ls.settings.select, ls.settings.ignore,
+                                                 lambda rule, exc: crashes.append((rule, exc)), library_versions)
+                if f.rule not in SKIPPED_RULES]
+
+    findings = await asyncio.get_running_loop().run_in_executor(ls.executor, run)
     _report_crashes(ls, crashes)
     current = ls.workspace.get_notebook_document(cell_uri=state.uri)
     if state.generation != generation or current is None or [v for _, _, v in _cells(ls, current)] != versions:

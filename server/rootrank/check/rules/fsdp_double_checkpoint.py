@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from rootrank.check import edits
+from rootrank.check import edits, hf
 from rootrank.check.registry import Violation, rule
 from rootrank.check.semantic import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, Semantic, keyword
 from rootrank.model import Applicability, Severity
@@ -33,21 +33,25 @@ RULE = "checkpoint.fsdp-double-checkpoint"
 @rule(RULE, Severity.WARNING)
 def fsdp_double_checkpoint(semantic: Semantic) -> Iterator[Violation]:
     for site in semantic.training_arguments():
-        enabled = keyword(site.node, "gradient_checkpointing")
+        enabled = hf.flag(site.node)
         if enabled is None or semantic.literal(enabled.value, site.frame) is not True:
             continue
+        flag = enabled.arg or hf.OLD
         fsdp = keyword(site.node, "fsdp")
         config = keyword(site.node, "fsdp_config")
         config_value = semantic.literal(config.value, site.frame) if config is not None else None
         if isinstance(config_value, dict) and config_value.get("activation_checkpointing") is True:
             yield Violation(enabled, (
-                "`gradient_checkpointing=True` together with `fsdp_config` activation_checkpointing: every block "
+                f"`{flag}=True` together with `fsdp_config` activation_checkpointing: every block "
                 "would be checkpointed twice, and transformers refuses the combination; keep only FSDP's "
                 "`activation_checkpointing`"))
             continue
         mode = semantic.literal(fsdp.value, site.frame) if fsdp is not None else None
         modes = " ".join(mode) if isinstance(mode, tuple) and all(isinstance(m, str) for m in mode) else mode
-        if isinstance(modes, str) and ("full_shard" in modes or "hybrid_shard" in modes):
+        # transformers >= 5.10.1 takes `fsdp=True` and warns for any FSDP; older ones for full/hybrid shard only.
+        any_fsdp = semantic.fact("transformers.fsdp-bool").is_(False) is not True
+        sharded = isinstance(modes, str) and ("full_shard" in modes or "hybrid_shard" in modes)
+        if sharded or ((modes is True or (isinstance(modes, str) and modes.strip())) and any_fsdp):
             fix = None
             if config is None and not any(k.arg is None for k in site.node.keywords):
                 fix = edits.fix("Let FSDP checkpoint instead (`fsdp_config` activation_checkpointing)",
@@ -55,15 +59,15 @@ def fsdp_double_checkpoint(semantic: Semantic) -> Iterator[Violation]:
                                 edits.add_keyword(semantic, site.node,
                                                   'fsdp_config={"activation_checkpointing": True}'))
             yield Violation(enabled, (
-                "`gradient_checkpointing=True` with FSDP full/hybrid shard: the recomputation all-gathers the "
+                f"`{flag}=True` with FSDP{' full/hybrid shard' if sharded else ''}: the recomputation all-gathers the "
                 'parameters again in backward; use `fsdp_config={"activation_checkpointing": True}` instead'),
                 edits.fixes(fix))
     fsdp_ac = next((s.node for s in semantic.calls_to(APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER)), None)
     if fsdp_ac is None:
         return
     for checkpoint_site in semantic.checkpoints:
-        if checkpoint_site.api == "gradient_checkpointing_enable":
+        if hf.is_enable(checkpoint_site.api):
             yield Violation(checkpoint_site.call.func, (
-                "`gradient_checkpointing_enable()` in a file that also applies FSDP activation checkpointing "
+                f"`{checkpoint_site.api}()` in a file that also applies FSDP activation checkpointing "
                 f"(line {getattr(fsdp_ac, 'lineno', '?')}): the blocks are checkpointed twice and recomputed twice "
                 "in backward; keep one of the two"))

@@ -19,10 +19,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from rootrank.check import edits
+from rootrank.check import edits, hf
 from rootrank.check.names import dotted
 from rootrank.check.registry import Violation, rule
-from rootrank.check.semantic import Semantic, keyword
+from rootrank.check.semantic import Semantic
 from rootrank.model import Applicability, Edit, Severity
 
 RULE = "checkpoint.hf-unsupported-model"
@@ -36,24 +36,30 @@ def hf_unsupported_model(semantic: Semantic) -> Iterator[Violation]:
         return
     instances = _instances(semantic, set(unsupported))
     for site in semantic.checkpoints:
-        if site.api != "gradient_checkpointing_enable":
+        if not hf.is_enable(site.api):
             continue
         receiver = site.call.func.value if isinstance(site.call.func, ast.Attribute) else None
         owner = instances.get(dotted(receiver) or "") if receiver is not None else None
         if owner is None:
             continue
-        yield Violation(site.call.func, _message(owner), _fixes(semantic, unsupported[owner]))
+        message, assumes = _message(semantic, owner)
+        yield Violation(site.call.func, message, _fixes(semantic, unsupported[owner]), assumes)
     for args in semantic.training_arguments():
-        enabled = keyword(args.node, "gradient_checkpointing")
+        enabled = hf.flag(args.node)
         if enabled is not None and semantic.literal(enabled.value, args.frame) is True and len(set(instances.values())) == 1:
             owner = next(iter(instances.values()))
-            yield Violation(enabled, _message(owner), _fixes(semantic, unsupported[owner]))
+            message, assumes = _message(semantic, owner)
+            yield Violation(enabled, message, _fixes(semantic, unsupported[owner]), assumes)
 
 
-def _message(owner: str) -> str:
-    return (f"gradient checkpointing on `{owner}`, whose class does not set `supports_gradient_checkpointing = True`: "
-            f"transformers raises 'ValueError: {owner} does not support gradient checkpointing.' (wrappers only warn "
-            "and train with full activation memory)")
+def _message(semantic: Semantic, owner: str) -> tuple[str, tuple[str, ...]]:
+    """The message, with the ValueError worded as the installed transformers words it (both when unknown)."""
+    answer = semantic.fact("transformers.unsupported-model-message")
+    texts = [answer.value] if answer.known else [r.value for r in answer.topic.rows]
+    raised = " or ".join(f"'ValueError: {t.format(model_class=owner)}'" for t in texts)
+    return (f"activation checkpointing on `{owner}`, whose class does not set `supports_gradient_checkpointing = "
+            f"True`: transformers raises {raised} (wrappers only warn and train with full activation memory)",
+            (answer.assumed,))
 
 
 def _unsupported(semantic: Semantic, node: ast.ClassDef) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from rootrank.check import edits
+from rootrank.check import edits, hf
 from rootrank.check.names import dotted
 from rootrank.check.registry import Violation, rule
 from rootrank.check.semantic import Frame, Semantic, keyword
@@ -73,10 +73,10 @@ def _same_training_code(semantic: Semantic, enabling: ast.AST, frame: Frame, nod
 
 def _checkpointing_on(semantic: Semantic) -> ast.AST | None:
     for site in semantic.checkpoints:
-        if site.api == "gradient_checkpointing_enable":
+        if hf.is_enable(site.api):
             return site.call
     for args in semantic.training_arguments():
-        enabled = keyword(args.node, "gradient_checkpointing")
+        enabled = hf.flag(args.node)
         if enabled is not None and semantic.literal(enabled.value, args.frame) is True:
             return args.node
     return None

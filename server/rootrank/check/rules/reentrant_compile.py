@@ -8,6 +8,10 @@ Flags reentrant checkpoints (`use_reentrant=True`, or omitted) in two cases, and
 - the checkpointed block is itself compiled (`torch.compile(block)`, `@torch.compile`, blocks
   compiled in a loop) while the checkpoint runs eagerly around it.
 
+- Hugging Face checkpointing (the enable call under either name, or the Trainer's arguments) that runs
+  reentrant on a model compiled with `torch.compile(model)`, `model.compile()` or
+  `TrainingArguments(torch_compile=True)`: transformers' checkpoint calls run inside the compiled forward.
+
 ## Why is this bad?
 On PyTorch 2.13, dynamo traces `checkpoint(..., use_reentrant=True)` inside a compiled region into
 its non-reentrant higher-order op without a word: the code says reentrant, the run is not, and a
@@ -25,12 +29,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from rootrank.check import edits
+from rootrank.check import edits, hf
 from rootrank.check.compiled import Compiled, compiled
 from rootrank.check.names import dotted, last_name
 from rootrank.check.registry import Violation, rule
-from rootrank.check.semantic import CheckpointSite, Semantic, loop_source_attr
-from rootrank.model import Severity
+from rootrank.check.semantic import COMPILE, CheckpointSite, Semantic, keyword, loop_source_attr
+from rootrank.model import Applicability, Severity
 
 RULE = "checkpoint.reentrant-compile"
 
@@ -40,8 +44,19 @@ def reentrant_compile(semantic: Semantic) -> Iterator[Violation]:
     if "compile" not in semantic.source:
         return
     reach = compiled(semantic)
+    yield from _trainer_compile(semantic)
     for site in semantic.reentrant_sites():
-        if site.api == "gradient_checkpointing_enable":
+        if hf.is_enable(site.api):
+            where = _hf_model_compiled(site, semantic, reach)
+            if where:
+                name = hf.kwargs_name(site.api)
+                assumes, at_most, note = hf.qualify(site.assumed)
+                yield Violation(site.call.func, (
+                    f"reentrant `{site.api}()` on a model that is compiled ({where}): transformers' own "
+                    "checkpoint calls run inside the compiled forward, where dynamo traces them as its "
+                    "non-reentrant higher-order op, and a graph break in a layer falls back to eager reentrant "
+                    f'checkpointing; pass `{name}={{"use_reentrant": False}}`') + note,
+                    edits.fixes(edits.use_non_reentrant(semantic, site.call, site.api)), assumes, at_most)
             continue
         region = _region(site, reach)
         if site.api == "apply_activation_checkpointing":
@@ -64,6 +79,42 @@ def reentrant_compile(semantic: Semantic) -> Iterator[Violation]:
             continue
         yield Violation(site.call.func, message,
                         edits.fixes(edits.use_non_reentrant(semantic, site.call, site.api)))
+
+
+def _hf_model_compiled(site: CheckpointSite, semantic: Semantic, reach: Compiled) -> str:
+    """How the model whose checkpointing this enable call turns on is compiled, or ""."""
+    receiver = site.call.func.value if isinstance(site.call.func, ast.Attribute) else None
+    spelled = dotted(receiver) if receiver is not None else None
+    if spelled is None:
+        return ""
+    for call_site in [*semantic.calls_to(COMPILE), *semantic.method_calls("compile")]:
+        call = call_site.node
+        if semantic.qualified(call.func) == COMPILE and call.args and dotted(call.args[0]) == spelled:
+            return f"`torch.compile({spelled})` at line {call.lineno}"
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "compile" and not call.args \
+                and semantic.qualified(call.func) is None and dotted(call.func.value) == spelled:
+            return f"`{spelled}.compile()` at line {call.lineno}"
+    return ""
+
+
+def _trainer_compile(semantic: Semantic) -> Iterator[Violation]:
+    """`TrainingArguments(torch_compile=True)` with reentrant Trainer checkpointing."""
+    for trainer in semantic.trainer_checkpointing():
+        compile_flag = keyword(trainer.args.node, "torch_compile")
+        if compile_flag is None or semantic.literal(compile_flag.value, trainer.args.frame) is not True:
+            continue
+        if trainer.reentrant is not True:
+            continue
+        name = trainer.kwargs.arg if trainer.kwargs is not None and trainer.kwargs.arg \
+            else hf.kwargs_name(trainer.flag.arg or hf.OLD)
+        assumes, at_most, note = hf.qualify(trainer.assumed)
+        fix = edits.fix("Use non-reentrant checkpointing (`use_reentrant=False`)", Applicability.UNSAFE,
+                        edits.set_keyword(semantic, trainer.args.node, name, '{"use_reentrant": False}'))
+        yield Violation(trainer.flag, (
+            f"reentrant `{trainer.flag.arg}=True` with `torch_compile=True` (line {compile_flag.lineno}): the Trainer "
+            "compiles the model, so transformers' checkpoint calls run inside the compiled forward, where dynamo "
+            "traces them as its non-reentrant higher-order op and a graph break falls back to eager reentrant "
+            f'checkpointing; pass `{name}={{"use_reentrant": False}}`') + note, edits.fixes(fix), assumes, at_most)
 
 
 def _region(site: CheckpointSite, reach: Compiled) -> str:

@@ -24,10 +24,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from rootrank.check import edits
+from rootrank.check import edits, hf
 from rootrank.check.registry import Violation, rule
 from rootrank.check.rules._common import at_line, report_sites
-from rootrank.check.semantic import DDP, CallSite, CheckpointSite, Frame, Semantic, keyword, target_names
+from rootrank.check.semantic import DDP, CallSite, CheckpointSite, Semantic, keyword, target_names
 from rootrank.model import Applicability, Severity
 
 RULE = "checkpoint.reentrant-ddp"
@@ -38,17 +38,20 @@ def reentrant_ddp(semantic: Semantic) -> Iterator[Violation]:
     ddp_calls = list(semantic.calls_to(*DDP))
     hf_unused = [s for s in semantic.training_arguments()
                  if _true(semantic, s.node, "ddp_find_unused_parameters")]
-    for args in hf_unused:
-        if _true(semantic, args.node, "gradient_checkpointing") and _hf_reentrant(semantic, args.node):
-            found = keyword(args.node, "ddp_find_unused_parameters")
-            assert found is not None
-            yield Violation(found, (
-                "`ddp_find_unused_parameters=True` with reentrant gradient checkpointing: DDP marks parameters ready "
-                "twice ('Expected to mark a variable ready only once'); pass "
-                '`gradient_checkpointing_kwargs={"use_reentrant": False}`'), edits.fixes(
-                edits.fix("Use non-reentrant checkpointing (`use_reentrant=False`)", Applicability.UNSAFE,
-                          edits.set_keyword(semantic, args.node, "gradient_checkpointing_kwargs",
-                                            '{"use_reentrant": False}'))))
+    for trainer in semantic.trainer_checkpointing():
+        if trainer.args not in hf_unused or trainer.reentrant is not True:
+            continue
+        found = keyword(trainer.args.node, "ddp_find_unused_parameters")
+        assert found is not None
+        name = hf.kwargs_name(trainer.flag.arg or hf.OLD)
+        assumes, at_most, note = hf.qualify(trainer.assumed)
+        yield Violation(found, (
+            "`ddp_find_unused_parameters=True` with reentrant gradient checkpointing: DDP marks parameters ready "
+            "twice ('Expected to mark a variable ready only once'); pass "
+            f'`{name}={{"use_reentrant": False}}`') + note, edits.fixes(
+            edits.fix("Use non-reentrant checkpointing (`use_reentrant=False`)", Applicability.UNSAFE,
+                      edits.set_keyword(semantic, trainer.args.node, name, '{"use_reentrant": False}'))),
+            assumes, at_most)
     if not ddp_calls and not hf_unused:
         return
     if any(_true(semantic, s.node, "static_graph") for s in ddp_calls) or any(semantic.method_calls("_set_static_graph")):
@@ -91,13 +94,6 @@ def _forced(semantic: Semantic, sites: list[CheckpointSite], ddp: CallSite) -> I
                    "once'. Pass `static_graph=True` to DDP, or use `use_reentrant=False`")
         yield Violation(site.call.func, message, edits.fixes(
             edits.use_non_reentrant(semantic, site.call, site.api), static), severity=Severity.WARNING)
-
-
-def _hf_reentrant(semantic: Semantic, call: ast.Call) -> bool:
-    kwargs = keyword(call, "gradient_checkpointing_kwargs")
-    if kwargs is None:
-        return not any(k.arg is None for k in call.keywords)
-    return semantic.hf_reentrant(kwargs.value, Frame()) is True
 
 
 def _true(semantic: Semantic, call: ast.Call, name: str) -> bool:

@@ -5,11 +5,13 @@ Flags reentrant checkpointing when the first checkpointed block's input comes fr
 - a frozen embedding (`embed.requires_grad_(False)`, `wte.weight.requires_grad = False`, or a
   selective freeze loop over `named_parameters()` that does not keep the embeddings trainable);
 - a PEFT/LoRA model (`get_peft_model`, or `prepare_model_for_kbit_training(...,
-  use_gradient_checkpointing=False)`) with reentrant gradient checkpointing enabled
-  (`gradient_checkpointing_enable()` or `TrainingArguments(gradient_checkpointing=True)` without
-  `use_reentrant=False`) and no `enable_input_require_grads()`; not when `get_peft_model` certainly
-  runs after `gradient_checkpointing_enable()` (PEFT then enables input grads itself: peft 0.21.2
-  peft_model.py:184, `if getattr(model, "is_gradient_checkpointing", True)`);
+  use_gradient_checkpointing=False)`) with reentrant checkpointing enabled (the enable call or
+  `TrainingArguments(gradient_checkpointing=True)` / `(activation_checkpointing=True)` without
+  `use_reentrant=False`) and no `enable_input_require_grads()`, where the installed transformers does
+  not make the inputs require grad itself (version-facts topic `transformers.input-grads`; with its
+  version unknown, a warning that names the versions it applies to); not when `get_peft_model`
+  certainly runs after the enable call (PEFT then enables input grads itself: version-facts topic
+  `peft.input-grads-when-checkpointing`);
 - adapters attached with `add_adapter()`/`load_adapter()` after reentrant
   `gradient_checkpointing_enable()` (transformers only prepares the inputs for adapters loaded before).
 `prepare_model_for_kbit_training` with its default `use_gradient_checkpointing=True` makes the
@@ -31,12 +33,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from rootrank.check import edits
+from rootrank.check import edits, hf
 from rootrank.check.names import dotted
 from rootrank.check.registry import Violation, rule
 from rootrank.check.rules._common import at_line, report_sites
 from rootrank.check.semantic import AssignSite, Semantic, keyword, target_names
 from rootrank.model import Applicability, Severity
+from rootrank.stack import facts
 
 RULE = "checkpoint.reentrant-no-grad-inputs"
 _EMBEDDING_WORDS = ("emb", "wte", "wpe", "tok_")
@@ -54,7 +57,7 @@ def reentrant_no_grad_inputs(semantic: Semantic) -> Iterator[Violation]:
     freeze = _embedding_freeze(semantic)
     if freeze is None:
         return
-    sites = [s for s in semantic.reentrant_sites() if s.api != "gradient_checkpointing_enable"]
+    sites = [s for s in semantic.reentrant_sites() if not hf.is_enable(s.api)]
     yield from report_sites(semantic, sites, (
         f"reentrant `{{api}}()` whose inputs cannot require grad: the embedding is frozen ({at_line(freeze)}), "
         "so the block's output has no grad_fn and its trainable parameters get no gradient (PyTorch only warns "
@@ -79,19 +82,23 @@ def _adapters_after_enable(semantic: Semantic) -> Iterator[Violation]:
     adapters are already loaded (`_hf_peft_config_loaded`, transformers 4.35-4.57
     modeling_utils.py:3709); adapters attached afterwards sit behind frozen inputs and get no gradient.
     """
-    enables = [s for s in semantic.reentrant_sites() if s.api == "gradient_checkpointing_enable"]
+    input_grads = semantic.fact("transformers.input-grads")
+    if input_grads.is_(True):
+        return  # transformers >= 5.0 makes an `input_ids` model's inputs require grad whatever is attached later
+    enables = [s for s in semantic.reentrant_sites() if hf.is_enable(s.api)]
     for method in ("add_adapter", "load_adapter"):
         for attach in semantic.method_calls(method):
             enable = next((e for e in enables if _runs_after(attach.node, e.call, semantic)), None)
             if enable is None:
                 continue
+            assumes, at_most, note = _qualify(input_grads, enable.assumed)
             yield Violation(attach.node.func, (
-                f"`{method}()` after reentrant `gradient_checkpointing_enable()` ({at_line(enable.call)}): "
+                f"`{method}()` after reentrant `{enable.api}()` ({at_line(enable.call)}): "
                 "transformers makes the inputs require grad only for adapters loaded before checkpointing was "
                 "enabled, so these adapters get no gradient; attach them first, call "
                 "`model.enable_input_require_grads()`, or pass "
-                '`gradient_checkpointing_kwargs={"use_reentrant": False}`'),
-                edits.fixes(edits.use_non_reentrant(semantic, enable.call, enable.api)))
+                f'`{hf.kwargs_name(enable.api)}={{"use_reentrant": False}}`') + note,
+                edits.fixes(edits.use_non_reentrant(semantic, enable.call, enable.api)), assumes, at_most)
 
 
 def _inputs_made_trainable(semantic: Semantic) -> bool:
@@ -120,29 +127,46 @@ def _peft_call(semantic: Semantic) -> ast.Call | None:
 
 
 def _peft(semantic: Semantic, peft: ast.Call) -> Iterator[Violation]:
-    message = ("reentrant gradient checkpointing on a PEFT model without `enable_input_require_grads()` "
-               f"(PEFT wraps the model at {at_line(peft)}): the frozen embeddings feed the first checkpointed "
-               "block inputs that do not require grad, so the adapters get no gradient; pass "
-               '`gradient_checkpointing_kwargs={"use_reentrant": False}` or call `model.enable_input_require_grads()`')
+    # transformers >= 5.0 makes the embedding outputs require grad itself when checkpointing is enabled on
+    # an `input_ids` model (PEFT models included): then reentrant checkpointing trains the adapters.
+    input_grads = semantic.fact("transformers.input-grads")
+    if input_grads.is_(True):
+        return
+
+    def message(name: str) -> str:
+        return ("reentrant gradient checkpointing on a PEFT model without `enable_input_require_grads()` "
+                f"(PEFT wraps the model at {at_line(peft)}): the frozen embeddings feed the first checkpointed "
+                "block inputs that do not require grad, so the adapters get no gradient; pass "
+                f'`{name}={{"use_reentrant": False}}` or call `model.enable_input_require_grads()`')
+
     wraps = [c.node for c in semantic.calls if (semantic.qualified(c.node.func) or "").endswith(".get_peft_model")]
     for site in semantic.reentrant_sites():
-        if site.api == "gradient_checkpointing_enable" and not any(_runs_after(w, site.call, semantic) for w in wraps):
-            yield Violation(site.call.func, message,
-                            edits.fixes(edits.use_non_reentrant(semantic, site.call, site.api)))
-    for args in semantic.training_arguments():
+        if hf.is_enable(site.api) and not any(_runs_after(w, site.call, semantic) for w in wraps):
+            assumes, at_most, note = _qualify(input_grads, site.assumed)
+            yield Violation(site.call.func, message(hf.kwargs_name(site.api)) + note,
+                            edits.fixes(edits.use_non_reentrant(semantic, site.call, site.api)), assumes, at_most)
+    for trainer in semantic.trainer_checkpointing():
+        args = trainer.args
         if semantic.trl_sets_non_reentrant(args) or (semantic.qualified(args.node.func) or "").startswith("trl."):
             continue  # TRL's trainers make a PEFT model's inputs require grad themselves
-        enabled = keyword(args.node, "gradient_checkpointing")
-        if enabled is None or semantic.literal(enabled.value, args.frame) is not True:
+        if trainer.reentrant is not True:
             continue
-        kwargs = keyword(args.node, "gradient_checkpointing_kwargs")
-        if kwargs is not None and semantic.hf_reentrant(kwargs.value, args.frame) is not True:
-            continue
-        if kwargs is None and any(k.arg is None for k in args.node.keywords):
-            continue
-        edit = edits.set_keyword(semantic, args.node, "gradient_checkpointing_kwargs", '{"use_reentrant": False}')
-        yield Violation(enabled, message, edits.fixes(
-            edits.fix("Use non-reentrant checkpointing (`use_reentrant=False`)", Applicability.UNSAFE, edit)))
+        name = trainer.kwargs.arg if trainer.kwargs is not None and trainer.kwargs.arg \
+            else hf.kwargs_name(trainer.flag.arg or hf.OLD)
+        edit = edits.set_keyword(semantic, trainer.args.node, name, '{"use_reentrant": False}')
+        assumes, at_most, note = _qualify(input_grads, trainer.assumed)
+        yield Violation(trainer.flag, message(name) + note, edits.fixes(
+            edits.fix("Use non-reentrant checkpointing (`use_reentrant=False`)", Applicability.UNSAFE, edit)),
+            assumes, at_most)
+
+
+def _qualify(input_grads: facts.Answer, mode: facts.Answer | None) -> tuple[tuple[str, ...], Severity | None, str]:
+    """Both answers the finding rests on: the version it assumed, capped to a warning when unknown."""
+    assumes, at_most, note = hf.qualify(input_grads)
+    if not input_grads.known:
+        note = f" (applies to {input_grads.topic.versions_where(False)}; {input_grads.assumed})"
+    more, cap, mode_note = hf.qualify(mode)
+    return tuple(dict.fromkeys((*assumes, *more))), at_most or cap, note or mode_note
 
 
 def _embedding_freeze(semantic: Semantic) -> ast.AST | None:

@@ -1,0 +1,185 @@
+"""The version matrix: each version fact asserted against the real libraries, on two columns side by side.
+
+Columns: the test venv itself (transformers 5.x, pinned in requirements-test-heavy.txt) and `.venv-tf457`
+(transformers 4.57.x on top of the same torch and peft, made by scripts/matrix-env.sh). tests/stack/probe.py
+runs in each and reports what really happens (the kwargs a tiny model's enable call passes, whether input
+grads are enabled, which warning text is printed); each test compares that with the facts table for the
+version the column has installed, read from package metadata as `rootrank check --python` reads it.
+Missing columns are skipped locally and fail in CI (tests/heavy.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rootrank.diagnose import diagnose_text
+from rootrank.environment import find_environment
+from rootrank.stack import facts
+from tests.heavy import heavy_required
+
+REPO = Path(__file__).resolve().parents[2]
+COLUMNS = {"newest": Path(sys.executable), "transformers-4.57": REPO / ".venv-tf457" / "bin" / "python"}
+LORA = REPO / "tests" / "fixtures" / "logs" / "none--lora-trainer-transformers5240-deprecation-warnings" / "train.py"
+
+
+def require_module(name: str) -> None:
+    """Skip (locally) / fail (CI) when `name` is not installed, without importing it here: the libraries
+    run in the children only, so this process stays small (children forked from it inherit its peak RSS,
+    which the memory-bound tests of tests/trust measure)."""
+    import importlib.util
+
+    if importlib.util.find_spec(name) is None:
+        if heavy_required():
+            pytest.fail(f"{name} is required in CI but is not installed")
+        pytest.skip(f"{name} is not installed")
+
+
+def interpreter(column: str) -> Path:
+    python = COLUMNS[column]
+    if not python.exists():
+        if heavy_required():
+            pytest.fail(f"{python} is missing: run scripts/matrix-env.sh")
+        pytest.skip(f"{python} is missing (scripts/matrix-env.sh makes it)")
+    return python
+
+
+@functools.lru_cache(maxsize=4)
+def _probe(python: str) -> dict[str, Any]:
+    done = subprocess.run([python, str(Path(__file__).with_name("probe.py"))], capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def observe(column: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """(what the real libraries did, the versions the column's metadata says)."""
+    require_module("torch")
+    require_module("transformers")
+    python = interpreter(column)
+    versions = find_environment(str(python), ()).versions
+    seen = _probe(str(python))
+    assert versions["transformers"] == seen["transformers"], "metadata and the imported library disagree"
+    return seen, versions
+
+
+def value(topic: str, versions: dict[str, str]) -> Any:
+    answer = facts.answer(topic, versions)
+    assert answer.known, f"{topic}: {answer.assumed} is outside the table"
+    return answer.value
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_default_kwargs(column: str) -> None:
+    seen, versions = observe(column)
+    assert seen["default_use_reentrant"], "no layer was checkpointed"
+    assert set(seen["default_use_reentrant"]) == {value("transformers.default-kwargs", versions)}
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_input_grads(column: str) -> None:
+    seen, versions = observe(column)
+    expected = value("transformers.input-grads", versions)
+    assert seen["input_grads"] is expected and seen["embedding_output_requires_grad"] is expected
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_names(column: str) -> None:
+    seen, versions = observe(column)
+    new = value("transformers.activation-checkpointing-names", versions)
+    assert set(seen["names"].values()) == {new}
+    deprecation = ("FutureWarning: `gradient_checkpointing_enable` is deprecated and will be removed in v6. "
+                   "Use `activation_checkpointing_enable` instead.")
+    assert seen["enable_warnings"] == ([deprecation] if new else [])
+    if new:  # the printed text is what the context entry recognises, and it is no alarm
+        diagnosis = diagnose_text(deprecation + "\n")
+        assert diagnosis.root_cause is None or diagnosis.root_cause.severity.value != "error"
+        assert any(s.rule == "checkpoint.hf-deprecated-names" for s in diagnosis.findings)
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_every_n_layers(column: str) -> None:
+    seen, versions = observe(column)
+    assert seen["every_n_layers"] is value("transformers.every-n-layers", versions)
+    assert seen["offload"] is value("transformers.offload", versions)
+    if seen["every_n_layers"]:
+        assert seen["every_n_layers_checkpointed"] == 2  # of 4 layers, with every_n_layers=2
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_unsupported_message(column: str) -> None:
+    seen, versions = observe(column)
+    assert seen["unsupported_message"] == value("transformers.unsupported-model-message", versions).format(
+        model_class="NoCheckpointing")
+    root = diagnose_text(f"ValueError: {seen['unsupported_message']}\n").root_cause
+    assert root is not None and root.rule == "checkpoint.hf-unsupported-model"
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_torch_missing_use_reentrant(column: str) -> None:
+    seen, versions = observe(column)
+    assert seen["torch_missing_use_reentrant"] == [value("torch.missing-use-reentrant", versions)]
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_torch_reentrant_kwargs(column: str) -> None:
+    seen, versions = observe(column)
+    assert value("torch.reentrant-kwargs", versions) is True
+    assert seen["torch_reentrant_kwargs"] == "Unexpected keyword arguments: scale"
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_peft_kbit_empty_kwargs(column: str) -> None:
+    require_module("peft")
+    seen, versions = observe(column)
+    assert value("peft.kbit-empty-kwargs", versions) is True
+    # `{}` reaches torch's checkpoint: no `use_reentrant`, so torch's reentrant default and its warning.
+    assert seen["peft_kbit_kwargs"] and all(k == {} for k in seen["peft_kbit_kwargs"])
+    assert seen["peft_kbit_warnings"] == ["torch.utils.checkpoint: the use_reentrant parameter should be"]
+
+
+def _run(python: Path, script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(python), str(script)], capture_output=True, text=True, timeout=600, cwd=cwd,
+                          check=False)
+
+
+def _check(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    rootrank = [sys.executable, "-m", "rootrank", "check", "--format", "json", "--python", str(python), *args]
+    return subprocess.run(rootrank, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_lora_trainer_run_and_check_agree(column: str, tmp_path: Path) -> None:
+    """The LoRA script fails on 4.57 and trains on 5.x, and `rootrank check` says so for each."""
+    require_module("peft")
+    _, versions = observe(column)
+    python = interpreter(column)
+    script = tmp_path / "train.py"
+    shutil.copy(LORA, script)
+    run = _run(python, script, tmp_path)
+    checked = _check(python, str(script))
+    findings = json.loads(checked.stdout)["findings"]
+    errors = [f for f in findings if f["severity"] == "error"]
+    if value("transformers.input-grads", versions):
+        assert run.returncode == 0 and run.stdout.rstrip().endswith("done"), run.stderr[-3000:]
+        assert not errors and checked.returncode == 0, findings
+        return
+    assert run.returncode != 0
+    assert "element 0 of tensors does not require grad and does not have a grad_fn" in run.stderr
+    assert [f["rule"] for f in errors] == ["checkpoint.reentrant-no-grad-inputs"]
+    assert errors[0]["assumes"] == [f"transformers {versions['transformers']}"]
+    # The fix that removes the error, applied for the version it was made for, gives code that trains there.
+    fixed = subprocess.run([sys.executable, "-m", "rootrank", "check", "--fix", "--unsafe-fixes", "--python",
+                            str(python), str(script)], capture_output=True, text=True, timeout=120, check=False)
+    assert "use_reentrant" in script.read_text(), fixed.stderr
+    rerun = _run(python, script, tmp_path)
+    assert rerun.returncode == 0 and rerun.stdout.rstrip().endswith("done"), rerun.stderr[-3000:]
+    assert not [f for f in json.loads(_check(python, str(script)).stdout)["findings"] if f["severity"] == "error"]
