@@ -206,6 +206,7 @@ class Recorder:
         self._keep: list[Any] = []  # storages stay alive while recording, so their keys stay unique
         self._saves: set[tuple[int, tuple[int, ...]]] = set()
         self.flops: dict[int, int] = {}
+        self._objects: list[tuple[int, Any, list[int]]] = []
         self.on_block_done: Any = None
 
     def storage_id(self, tensor: Any) -> int | None:
@@ -240,7 +241,21 @@ class Recorder:
                     sid = self.storage_id(leaf)
                     if sid is not None and sid not in seen:
                         seen.append(sid)
+                elif _holds_tensors(leaf):
+                    # e.g. a KV cache: a checkpoint keeps it, and whatever it holds by the end of the forward
+                    self._objects.append((len(self.scopes), leaf, seen))
         return seen
+
+    def resolve_objects(self) -> None:
+        """Add to each scope's inputs the tensors its object arguments hold once the forward is done."""
+        import torch
+
+        for _, obj, seen in self._objects:
+            for tensor in _reachable_tensors(obj, torch.Tensor):
+                sid = self.storage_id(tensor)
+                if sid is not None and sid not in seen:
+                    seen.append(sid)
+        self._objects.clear()
 
     @contextlib.contextmanager
     def scope(self, record: dict[str, Any]) -> Any:
@@ -252,6 +267,35 @@ class Recorder:
             yield record
         finally:
             self.stack.pop()
+
+
+def _holds_tensors(value: Any) -> bool:
+    """An argument object worth looking into: not a plain value, a module or a function."""
+    import torch
+
+    if value is None or isinstance(value, (bool, int, float, str, bytes, torch.dtype, torch.device, torch.nn.Module)):
+        return False
+    return hasattr(value, "__dict__") and not callable(value)
+
+
+def _reachable_tensors(obj: Any, tensor_type: type, depth: int = 4) -> list[Any]:
+    found: list[Any] = []
+    stack = [(obj, 0)]
+    visited: set[int] = set()
+    while stack:
+        value, level = stack.pop()
+        if id(value) in visited or level > depth:
+            continue
+        visited.add(id(value))
+        if isinstance(value, tensor_type):
+            found.append(value)
+        elif isinstance(value, dict):
+            stack += [(v, level + 1) for v in value.values()]
+        elif isinstance(value, (list, tuple, set)):
+            stack += [(v, level + 1) for v in value]
+        elif _holds_tensors(value):
+            stack += [(v, level + 1) for v in vars(value).values()]
+    return found
 
 
 def _function_parameters(function: Any) -> list[Any]:
@@ -443,6 +487,7 @@ def measure(request: dict[str, Any]) -> dict[str, Any]:
     with plain_checkpoints(rec, names), block_scopes(rec, blocks), \
             torch.autograd.graph.saved_tensors_hooks(rec.pack, lambda t: t):
         loss = run_forward(model, batch)
+    rec.resolve_objects()
     scopes, storages = rec.scopes, rec.storages
     del loss, rec
 

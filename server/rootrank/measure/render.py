@@ -85,6 +85,16 @@ def _headline(m: Measurement) -> str:
             + (f", attention {p.attention}" if p.attention else ""))
 
 
+def _notes(m: Measurement) -> list[str]:
+    notes = []
+    if m.probe.device == "meta" and m.probe.attention == "sdpa":
+        notes.append("Note: on the meta device scaled_dot_product_attention takes its math path, which saves the "
+                     "attention probabilities (batch x heads x seq x seq); the flash/memory-efficient kernels of a "
+                     "CPU or GPU save less. Measure with --device cpu/cuda, or attn_implementation='eager' for the "
+                     "math path everywhere.")
+    return notes
+
+
 def _configuration_lines(m: Measurement) -> list[list[str]]:
     none = m.configuration("none").activation_bytes
     out = []
@@ -122,6 +132,7 @@ def render_text(m: Measurement) -> str:
         out += ["", f"Measured on {m.probe.cuda_name}:"]
         out += ["  " + f"{r.label.replace('_', ' ')}: peak {human_bytes(r.peak_bytes)}, step {r.step_seconds * 1000:.1f} ms"
                 for r in m.probe.cuda]
+    out += ["", *_notes(m)] if _notes(m) else []
     out += ["", _plan_line(m)]
     if m.plan.code:
         out += ["    " + line if line else "" for line in m.plan.code.splitlines()]
@@ -149,6 +160,7 @@ def render_markdown(m: Measurement) -> str:
         out += ["", f"Measured on {m.probe.cuda_name}:", ""]
         out += [f"- {r.label.replace('_', ' ')}: peak {human_bytes(r.peak_bytes)}, step {r.step_seconds * 1000:.1f} ms"
                 for r in m.probe.cuda]
+    out += ["", *_notes(m)] if _notes(m) else []
     out += ["", "## Plan", "", _plan_line(m)]
     if m.plan.code:
         out += ["", "```python", m.plan.code, "```"]
