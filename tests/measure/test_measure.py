@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from rootrank.measure import MeasureError, MeasureRequest, Measurement, measure
+from rootrank.measure import MeasureError, Measurement, MeasureRequest, measure
 from tests.heavy import require_module
 
 HERE = Path(__file__).resolve().parent
