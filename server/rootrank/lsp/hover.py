@@ -107,6 +107,9 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
                 from rootrank.check.explain_call import call_markdown
 
                 sections.append(call_markdown(call, facts, env))
+                measured = _measured_markdown(document, call)
+                if measured:
+                    sections.append(measured)
                 hover_range = lines.range(call.line, call.column + 1, call.end_line, call.end_column + 1)
     lines = lines or Lines(document.source, encoding_name(ls.workspace.position_encoding))
     noqa = _noqa_section(lines, position)
@@ -124,6 +127,25 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
     if not sections:
         return None
     return types.Hover(contents=_markup(ls, "\n\n---\n\n".join(sections)), range=hover_range)
+
+
+_MEASURED_KINDS = {"checkpoint": "checkpoint", "checkpoint_sequential": "checkpoint",
+                   "gradient_checkpointing_enable": "hf", "checkpoint_wrapper": "wrapper",
+                   "apply_activation_checkpointing": "wrapper"}
+
+
+def _measured_markdown(document: TextDocument, call: object) -> str | None:
+    """The last `rootrank.measure` numbers for the blocks a checkpointing call covers, when there are some."""
+    from rootrank.lsp.measure import last_measurement
+
+    kind = _MEASURED_KINDS.get(getattr(call, "name", ""))
+    path = to_fs_path(document.uri)
+    m = last_measurement(path) if kind else None
+    if m is None or kind is None or not path:
+        return None
+    from rootrank.measure.render import call_markdown as measured
+
+    return measured(m, path, getattr(call, "line", 0), getattr(call, "end_line", 0), kind)
 
 
 def _markup(ls: RootrankServer, markdown: str) -> types.MarkupContent:

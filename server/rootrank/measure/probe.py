@@ -327,14 +327,14 @@ def _function_module(function: Any) -> Any:
 
 
 def _call_site() -> str:
-    """file:line of the code that called checkpoint (the first frame outside torch's checkpoint code)."""
+    """file:line of the code that called checkpoint (the first frame outside torch and this script)."""
+    import torch
+
     frame: Any = sys._getframe(2)
-    here = os.path.abspath(__file__)
+    skip = (os.path.abspath(__file__), os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
     while frame is not None:
-        name = frame.f_code.co_filename.replace("\\", "/")
-        if os.path.abspath(name) != here and "/torch/utils/checkpoint.py" not in name \
-                and "/_checkpoint/checkpoint_wrapper.py" not in name and "/torch/_dynamo/" not in name \
-                and "/torch/nn/modules/module.py" not in name:
+        name = os.path.abspath(frame.f_code.co_filename)
+        if name != skip[0] and not name.startswith(skip[1]):
             return f"{name}:{frame.f_lineno}"
         frame = frame.f_back
     return "?"

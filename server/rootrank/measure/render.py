@@ -6,6 +6,7 @@ Consecutive blocks with the same numbers and the same configuration share one ro
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rootrank.measure.analysis import _span, fraction, human_bytes, human_flops
@@ -167,3 +168,46 @@ def render_markdown(m: Measurement) -> str:
     out += ["", "## Findings", ""]
     out += [f"- **`{f.rule}`** ({f.severity.value}): {f.message}" for f in m.findings] or ["None."]
     return "\n".join(out) + "\n"
+
+
+def call_markdown(m: Measurement, path: str, line: int, end_line: int, kind: str) -> str:
+    """The last measured numbers for the blocks a checkpointing call in the source covers (the hover).
+
+    `kind`: "checkpoint" (a call site: the regions measured at those lines), "hf" (transformers' flag:
+    its layers), or "wrapper" (checkpoint_wrapper / apply_activation_checkpointing: the blocks measured
+    as checkpointed)."""
+    head = f"**Last measurement** ({m.subject}, {m.probe.device})"
+    if kind == "checkpoint":
+        here = [r for r in m.regions if _at(r.where, path, line, end_line)]
+        if not here:
+            return f"{head}: this call did not run in the measured forward."
+        lines = [head + ":", ""]
+        for r in here:
+            covered = _span(list(r.modules)) or r.function
+            state = "engaged" if r.engaged == r.calls else f"engaged in {r.engaged} of {r.calls} calls"
+            lines.append(f"- `{covered}`: {r.calls} call(s), {state}; saves {human_bytes(r.saving_bytes)} of "
+                         f"{human_bytes(r.freed_bytes)} it frees, recomputes {human_flops(r.recompute_flops)} "
+                         f"(+{fraction(r.recompute_flops, m.probe.step_flops):.1%} of the step)")
+        return "\n".join(lines + _finding_lines(m))
+    blocks = [b for b in m.blocks if (b.configured != "no" if kind == "hf" else b.configured == "checkpointed")]
+    configured, none = m.configuration("as-configured"), m.configuration("none")
+    text = [f"{head}: {len(blocks)} of {len(m.blocks)} blocks checkpointed as configured "
+            f"({_span([b.name for b in blocks]) or 'none'}); activation memory {human_bytes(configured.activation_bytes)} "
+            f"(without checkpointing {human_bytes(none.activation_bytes)}), recompute "
+            f"+{configured.recompute_fraction:.1%} of the step"]
+    return "\n".join(text + _finding_lines(m))
+
+
+def _at(where: str, path: str, line: int, end_line: int) -> bool:
+    file, _, number = where.rpartition(":")
+    if not number.isdigit():
+        return False
+    try:
+        same = os.path.samefile(file, path)
+    except OSError:
+        same = os.path.abspath(file) == os.path.abspath(path)
+    return same and line <= int(number) <= end_line
+
+
+def _finding_lines(m: Measurement) -> list[str]:
+    return [""] + [f"- `{f.rule}`: {f.message}" for f in m.findings] if m.findings else []
