@@ -21,7 +21,7 @@ from rootrank.lsp.convert import Lines, encoding_name
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
-    from rootrank.check.calls import FileFacts
+    from rootrank.check.calls import Call, FileFacts
     from rootrank.lsp.core import RootrankServer
 
 # check.calls, check.explain_call and environment are imported on the first hover, not at start-up.
@@ -134,18 +134,18 @@ _MEASURED_KINDS = {"checkpoint": "checkpoint", "checkpoint_sequential": "checkpo
                    "apply_activation_checkpointing": "wrapper"}
 
 
-def _measured_markdown(document: TextDocument, call: object) -> str | None:
+def _measured_markdown(document: TextDocument, call: Call) -> str | None:
     """The last `rootrank.measure` numbers for the blocks a checkpointing call covers, when there are some."""
     from rootrank.lsp.measure import last_measurement
 
-    kind = _MEASURED_KINDS.get(getattr(call, "name", ""))
+    kind = _MEASURED_KINDS.get(call.name)
     path = to_fs_path(document.uri)
     m = last_measurement(path) if kind else None
     if m is None or kind is None or not path:
         return None
     from rootrank.measure.render import call_markdown as measured
 
-    return measured(m, path, getattr(call, "line", 0), getattr(call, "end_line", 0), kind)
+    return measured(m, path, call.line, call.end_line, kind)
 
 
 def _markup(ls: RootrankServer, markdown: str) -> types.MarkupContent:
