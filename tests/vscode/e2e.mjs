@@ -327,6 +327,8 @@ await check('measure-checkpointing', async () => {
   await report().locator('tr[data-config="plan"]').waitFor({ timeout: 5000 });
   await report().locator('code', { hasText: 'checkpoint.partial-coverage' }).first().waitFor({ timeout: 5000 });
   await shot('11-measure-chart');
+  // one wide editor, so the checkpoint call on its line is on screen
+  await runCommand('View: Close All Editor Groups');
   await openFile('measure_model.py');
   const word = page.locator('.editor-group-container.active .view-line span', { hasText: /^checkpoint$/ }).last();
   const box = await boxOf(word, 20000);
