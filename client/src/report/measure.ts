@@ -63,7 +63,7 @@ export function renderBlockChart(r: MeasureResult): string {
       ` · recompute +${(100 * b.recompute_fraction).toFixed(1)}%${plan ? ' · in plan' : ''}</text></g>`;
   });
   const height = r.blocks.length * rowHeight + 4;
-  return `<svg class="chart" role="img" aria-label="activation memory per block" width="100%" height="${height}" ` +
+  return `<svg class="chart" role="img" aria-label="activation memory per block" width="${labelWidth + barWidth + 300}" height="${height}" ` +
     `viewBox="0 0 ${labelWidth + barWidth + 300} ${height}">${rows.join('')}</svg>`;
 }
 
