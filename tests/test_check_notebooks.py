@@ -63,3 +63,14 @@ def test_cli_reports_cell_and_line(tmp_path: Path) -> None:
     data = json.loads(subprocess.run([*run, "--format", "json", str(path)], capture_output=True, text=True,
                                      check=False).stdout)
     assert [(f["cell"], f["line"]) for f in data["findings"]] == [(4, 4)]
+
+
+def test_a_cell_that_does_not_parse_is_reported_and_the_others_still_checked() -> None:
+    notebook = _notebook(
+        ("code", "from torch.utils.checkpoint import checkpoint"),
+        ("code", "inputs = f(\n    a\n    b=1,\n)"),  # a missing comma, as saved in a real notebook
+        ("code", "!curl -X POST http://localhost:8000 \\\n  -H 'Content-Type: application/json' \\\n  -d '{}'"),
+        ("code", "y = checkpoint(block, x)"),
+    )
+    findings = check_source(notebook, "nb.ipynb")
+    assert [(f.rule, f.cell) for f in findings] == [(SYNTAX_ERROR, 2), ("checkpoint.use-reentrant-explicit", 4)]

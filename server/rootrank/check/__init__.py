@@ -37,22 +37,34 @@ def is_notebook(path: str) -> bool:
 
 
 def _check_notebook(source: str, path: str, options: CheckOptions) -> list[Finding]:
-    """The notebook's code cells as one module; findings (and fixes) in (cell, line) positions."""
+    """The notebook's code cells as one module; findings (and fixes) in (cell, line) positions. A cell
+    that does not parse is reported and left out, and the other cells are still checked (a notebook is
+    often saved with one broken cell)."""
     from rootrank.check.notebook import NotebookError, notebook_module, parse_notebook, to_cells
 
     try:
-        module = notebook_module(parse_notebook(source))
-    except NotebookError as error:
-        return [Finding(SYNTAX_ERROR, Severity.ERROR, path, 1, 1, 1, 1, f"cannot read: {error}")]
-    if not MENTIONS_CHECKPOINTING.search(module.text):
-        return []
-    locator = Locator(module.text)
-    try:
-        findings = _check_python(module.text, path, locator, options)
-    except Exception:
-        LOG.exception("rootrank: checking %s failed; no findings for it", path)
-        return []
-    return to_cells(module, filter_findings(findings, locator, options))
+        data = parse_notebook(source)
+    except NotebookError as problem:
+        return [Finding(SYNTAX_ERROR, Severity.ERROR, path, 1, 1, 1, 1, f"cannot read: {problem}")]
+    broken: list[Finding] = []
+    skipped: set[int] = set()
+    for _ in range(len(data["cells"]) + 1):
+        module = notebook_module(data, skip=skipped)
+        if not MENTIONS_CHECKPOINTING.search(module.text):
+            return broken
+        locator = Locator(module.text)
+        try:
+            findings = _check_python(module.text, path, locator, options)
+        except Exception:
+            LOG.exception("rootrank: checking %s failed; no findings for it", path)
+            return []
+        unparsed = next((f for f in findings if f.rule == SYNTAX_ERROR), None)
+        where = module.locate(unparsed.line) if unparsed is not None else None
+        if unparsed is None or where is None:
+            return [*broken, *to_cells(module, filter_findings(findings, locator, options))]
+        broken.extend(to_cells(module, [unparsed]))
+        skipped.add(where[0])
+    return []
 
 
 def check_source(source: str, path: str, options: CheckOptions | None = None) -> list[Finding]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +68,8 @@ def cell_source(cell: Any) -> str | None:
     return source if isinstance(source, str) else None
 
 
-def notebook_module(data: dict[str, Any]) -> NotebookModule:
+def notebook_module(data: dict[str, Any], skip: Collection[int] = ()) -> NotebookModule:
+    """The code cells (but those numbered in `skip`) as one module."""
     pieces: list[str] = []
     spans: list[CellSpan] = []
     line = 1
@@ -76,17 +77,26 @@ def notebook_module(data: dict[str, Any]) -> NotebookModule:
         source = cell_source(cell)
         if source is None or source.lstrip().startswith("%%"):
             continue
-        lines = [_python_line(text) for text in source.split("\n")]
+        lines = _python_lines(source.split("\n"))
+        if number in skip:
+            lines = [""] * len(lines)
         spans.append(CellSpan(number, line, len(lines)))
         pieces.append("\n".join(lines))
         line += len(lines) + 1  # a blank separator line after each cell
     return NotebookModule("\n\n".join(pieces) + "\n", tuple(spans))
 
 
-def _python_line(text: str) -> str:
-    if _IPYTHON_ONLY.match(text):
-        return text[: len(text) - len(text.lstrip())] + "pass"
-    return text
+def _python_lines(lines: list[str]) -> list[str]:
+    """IPython-only lines (and the lines a trailing backslash continues them onto) -> `pass`."""
+    out: list[str] = []
+    continued = False
+    for text in lines:
+        if continued or _IPYTHON_ONLY.match(text):
+            out.append("" if continued else text[: len(text) - len(text.lstrip())] + "pass")
+            continued = text.rstrip().endswith("\\")
+        else:
+            out.append(text)
+    return out
 
 
 def to_cells(module: NotebookModule, findings: list[Finding]) -> list[Finding]:

@@ -95,8 +95,9 @@ def _adapters_after_enable(semantic: Semantic) -> Iterator[Violation]:
 
 
 def _inputs_made_trainable(semantic: Semantic) -> bool:
-    if any(semantic.method_calls("enable_input_require_grads")) or any(semantic.method_calls("register_forward_hook")):
-        return True
+    if any(semantic.method_calls("enable_input_require_grads")) or any(semantic.method_calls("register_forward_hook")) \
+            or any(semantic.method_calls("prepare_model_for_gradient_checkpointing")):
+        return True  # (PeftModel.prepare_model_for_gradient_checkpointing calls enable_input_require_grads)
     for site in semantic.method_calls("requires_grad_"):
         args = site.node.args
         if not args or semantic.literal(args[0]) is True:
@@ -123,11 +124,14 @@ def _peft(semantic: Semantic, peft: ast.Call) -> Iterator[Violation]:
                f"(PEFT wraps the model at {at_line(peft)}): the frozen embeddings feed the first checkpointed "
                "block inputs that do not require grad, so the adapters get no gradient; pass "
                '`gradient_checkpointing_kwargs={"use_reentrant": False}` or call `model.enable_input_require_grads()`')
+    wraps = [c.node for c in semantic.calls if (semantic.qualified(c.node.func) or "").endswith(".get_peft_model")]
     for site in semantic.reentrant_sites():
-        if site.api == "gradient_checkpointing_enable" and not _runs_after(peft, site.call, semantic):
+        if site.api == "gradient_checkpointing_enable" and not any(_runs_after(w, site.call, semantic) for w in wraps):
             yield Violation(site.call.func, message,
                             edits.fixes(edits.use_non_reentrant(semantic, site.call, site.api)))
     for args in semantic.training_arguments():
+        if semantic.trl_sets_non_reentrant(args) or (semantic.qualified(args.node.func) or "").startswith("trl."):
+            continue  # TRL's trainers make a PEFT model's inputs require grad themselves
         enabled = keyword(args.node, "gradient_checkpointing")
         if enabled is None or semantic.literal(enabled.value, args.frame) is not True:
             continue
