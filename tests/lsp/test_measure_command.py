@@ -10,7 +10,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from tests.heavy import require_module
+from tests.heavy import require_installed
 from tests.lsp.lsp_helpers import open_document
 
 MODEL = '''import torch
@@ -46,7 +46,7 @@ CALL_LINE = 21  # 0-based line of the checkpoint() call above
 
 
 async def test_measure_command_and_hover(vscode: LanguageClient) -> None:
-    require_module("torch")
+    require_installed("torch")
     root = vscode.root  # type: ignore[attr-defined]
     (root / "model.py").write_text(MODEL)
     result = await vscode.workspace_execute_command_async(types.ExecuteCommandParams(
@@ -69,7 +69,7 @@ async def test_measure_command_and_hover(vscode: LanguageClient) -> None:
 async def test_measure_command_errors(vscode: LanguageClient) -> None:
     with pytest.raises(JsonRpcException, match="either target"):
         await vscode.workspace_execute_command_async(types.ExecuteCommandParams("rootrank.measure", [{}]))
-    require_module("torch")
+    require_installed("torch")
     with pytest.raises(JsonRpcException, match="no module named 'nosuch'"):
         await vscode.workspace_execute_command_async(types.ExecuteCommandParams(
             "rootrank.measure", [{"target": "nosuch:build", "python": sys.executable}]))

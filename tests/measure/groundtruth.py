@@ -6,6 +6,10 @@ holds for backward. Parameters, buffers and the batch existed before the forward
 `profiler_bytes`: torch.profiler's CPU memory accounting (profile_memory=True): bytes allocated and not
 freed by the end of the forward (less anything allocated before it and freed during it).
 Both then run the backward, so the step is a real one.
+
+Run as a script (`python groundtruth.py FACTORY CONFIG_JSON`) so that torch runs in a child of the test
+process, never in it: CONFIG is {"configure": "as-configured" | "none" | "blocks" | "code", "names": [...],
+"code": "..."}, or {"hf_config": {...}, "batch": [b, s]}; it prints {"held": ..., "profiled": ...}.
 """
 
 from __future__ import annotations
@@ -86,3 +90,54 @@ def checkpoint_blocks(model: torch.nn.Module, names: list[str]) -> None:
     apply_activation_checkpointing(
         model, checkpoint_wrapper_fn=partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT),
         check_fn=lambda m: m in chosen)
+
+
+def clean(model: torch.nn.Module) -> torch.nn.Module:
+    """The model with the checkpointing its code configures removed."""
+    import factories
+
+    for sub in model.modules():
+        if isinstance(sub, factories.Block):
+            sub.mode = "none"
+    if getattr(model, "is_activation_checkpointing", False):
+        model.activation_checkpointing_disable()
+    return model
+
+
+def _build(factory: str, config: dict[str, Any]) -> tuple[torch.nn.Module, Any]:
+    if "hf_config" in config:
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        model = LlamaForCausalLM(LlamaConfig(**config["hf_config"])).train()
+        ids = torch.zeros(*config["batch"], dtype=torch.long)
+        return model, {"input_ids": ids, "labels": ids}
+    import factories
+
+    model, batch = getattr(factories, factory)()
+    how = config.get("configure", "as-configured")
+    if how == "none":
+        clean(model)
+    elif how == "blocks":
+        checkpoint_blocks(clean(model), config["names"])
+    elif how == "code":
+        exec(config["code"], {"model": clean(model)})
+    return model, batch
+
+
+def main(argv: list[str]) -> int:
+    import json
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    factory, config = argv[1], json.loads(argv[2])
+    held = held_bytes(*_build(factory, config))
+    profiled = profiler_bytes(*_build(factory, config))
+    print(json.dumps({"held": held, "profiled": profiled}))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv))

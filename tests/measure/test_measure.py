@@ -18,15 +18,25 @@ from typing import Any
 import pytest
 
 from rootrank.measure import MeasureError, Measurement, MeasureRequest, measure
-from tests.heavy import require_module
+from tests.heavy import require_installed
 
 HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(autouse=True)
 def _torch() -> None:
-    require_module("torch")
-    require_module("transformers")
+    # torch runs only in children (the probe, groundtruth.py): never imported by the test process
+    require_installed("torch")
+    require_installed("transformers")
+
+
+def real_step(factory: str, **config: Any) -> tuple[int, int]:
+    """(bytes held for backward, the profiler's bytes) of a real CPU step, in a child process."""
+    done = subprocess.run([sys.executable, str(HERE / "groundtruth.py"), factory, json.dumps(config)],
+                          capture_output=True, text=True, timeout=600, cwd=HERE)
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    return int(data["held"]), int(data["profiled"])
 
 
 @cache
@@ -35,32 +45,11 @@ def measured(factory: str, device: str = "cpu", budget: int | None = None) -> Me
     return measure(request, python=sys.executable, budget=budget)
 
 
-def factories() -> Any:
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-    import factories as module
-    import groundtruth
-
-    return module, groundtruth
-
-
-def clean(model: Any) -> Any:
-    """The model with the checkpointing its code configures removed."""
-    module, _ = factories()
-    for sub in model.modules():
-        if isinstance(sub, module.Block):
-            sub.mode = "none"
-    if getattr(model, "is_activation_checkpointing", False):
-        model.activation_checkpointing_disable()
-    return model
-
-
 GROUND_TRUTH = ["mlp_sequential", "tiny_llama", "checkpointed_small_layer"]
 
 
 @pytest.mark.parametrize("factory", GROUND_TRUTH)
 def test_predictions_equal_real_steps(factory: str) -> None:
-    module, truth = factories()
     first = measured(factory)
     none, all_blocks = first.configuration("none").activation_bytes, first.configuration("all-blocks").activation_bytes
     budget = (none + all_blocks) // 2
@@ -68,20 +57,12 @@ def test_predictions_equal_real_steps(factory: str) -> None:
     assert m.plan.fits and 0 < len(m.plan.blocks) < len(m.blocks)
     assert m.configuration("plan").activation_bytes <= budget
 
-    def real(configure: Any) -> tuple[int, int]:
-        model, batch = getattr(module, factory)()
-        configure(model)
-        held = truth.held_bytes(model, batch)
-        model, batch = getattr(module, factory)()
-        configure(model)
-        return held, truth.profiler_bytes(model, batch)
-
     names = [b.name for b in m.blocks]
     runs = {
-        "as-configured": real(lambda model: None),
-        "none": real(clean),
-        "all-blocks": real(lambda model: truth.checkpoint_blocks(clean(model), names)),
-        "plan": real(lambda model: exec(m.plan.code, {"model": clean(model)})),
+        "as-configured": real_step(factory, configure="as-configured"),
+        "none": real_step(factory, configure="none"),
+        "all-blocks": real_step(factory, configure="blocks", names=names),
+        "plan": real_step(factory, configure="code", code=m.plan.code),
     }
     for name, (held, profiled) in runs.items():
         predicted = m.configuration(name).activation_bytes
@@ -107,9 +88,12 @@ def test_meta_equals_cpu() -> None:
     assert meta.blocks == cpu.blocks
 
 
+LLAMA = {"vocab_size": 256, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 256}
+
+
 def test_hf_config(tmp_path: Path) -> None:
-    module, truth = factories()
-    module.llama_config().to_json_file(str(tmp_path / "config.json"))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", **LLAMA}))
     out = tmp_path / "out.json"
     command = [sys.executable, "-m", "rootrank", "measure", "--hf-config", str(tmp_path / "config.json"),
                "--batch-size", "2", "--seq-len", "64", "--device", "cpu", "--python", sys.executable,
@@ -121,13 +105,8 @@ def test_hf_config(tmp_path: Path) -> None:
     assert data["schema"] == "rootrank.measure/1" and data["environment"]["device"] == "cpu"
     assert [b["name"] for b in data["blocks"]] == [f"model.layers.{i}" for i in range(4)]
     assert data["plan"]["how"] == "hf"
-    from transformers import LlamaForCausalLM
-
-    model = LlamaForCausalLM(module.llama_config()).train()
-    import torch
-
-    ids = torch.zeros(2, 64, dtype=torch.long)
-    assert data["configurations"]["none"]["activation_bytes"] == truth.held_bytes(model, {"input_ids": ids, "labels": ids})
+    held, _ = real_step("", hf_config=LLAMA, batch=[2, 64])
+    assert data["configurations"]["none"]["activation_bytes"] == held
 
 
 FINDINGS = {
