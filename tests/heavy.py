@@ -41,3 +41,15 @@ def require_program(name: str) -> str:
             pytest.fail(f"{name} is required in CI but is not on PATH")
         pytest.skip(f"{name} is not on PATH")
     return found
+
+
+def require_installed(name: str) -> None:
+    """Skip (locally) / fail (CI) unless `name` is installed, without importing it: for tests that run it
+    in a child process only (importing torch here would grow this process, and every child forked after
+    it would report that size as its peak RSS)."""
+    import importlib.util
+
+    if importlib.util.find_spec(name) is None:
+        if heavy_required():
+            pytest.fail(f"{name} is required in CI but is not installed")
+        pytest.skip(f"{name} is not installed")

@@ -6,6 +6,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { registerCaptureProvider } from './capture';
+import { measureCheckpointing } from './measure';
 import { onDidChangePythonEnvironment } from './python';
 import { ReportPanel } from './report/panel';
 import type { Origin } from './report/panel';
@@ -163,6 +164,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     command('rootrank.diagnoseTerminalSelection', diagnoseTerminalSelection),
     command('rootrank.diagnoseClipboard', diagnoseClipboard),
     command('rootrank.diagnoseFile', (uri?: vscode.Uri) => diagnoseFile(uri)),
+    command('rootrank.measureCheckpointing', () => measureCheckpointing(context, server)),
     command('rootrank.restart', async () => { await server?.restart(); }),
     command('rootrank.showLog', () => { channel.show(); }),
     command('rootrank.trySample', () => trySample(context)),

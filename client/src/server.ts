@@ -12,6 +12,7 @@ import type { Diagnosis } from './types';
 
 /** The server's command (client command ids must differ: vscode-languageclient registers this one). */
 export const SERVER_DIAGNOSE = 'rootrank.diagnose';
+export const SERVER_MEASURE = 'rootrank.measure';
 
 function probe(interp: Interpreter): Promise<{ error?: string; output?: string }> {
   return new Promise(resolve => {
@@ -126,6 +127,13 @@ export class RootrankServer implements vscode.Disposable {
     const args: string[] = uri ? [text, uri.toString()] : [text];
     const result: unknown = await lc.sendRequest(ExecuteCommandRequest.type, { command: SERVER_DIAGNOSE, arguments: args });
     return toDiagnosis(result);
+  }
+
+  /** `rootrank.measure` (the probe runs in the workspace's interpreter); cancelling `token` stops it. */
+  async measure(options: Record<string, unknown>, token?: vscode.CancellationToken): Promise<unknown> {
+    const lc = await this.ready();
+    if (!lc) return undefined;
+    return lc.sendRequest(ExecuteCommandRequest.type, { command: SERVER_MEASURE, arguments: [options] }, token);
   }
 
   dispose(): void {

@@ -1,4 +1,4 @@
-"""The `rootrank` command: diagnose, check, explain, rules, lsp.
+"""The `rootrank` command: diagnose, check, measure, explain, rules, lsp.
 
 A thin adapter over the engine. Exit codes: 0 nothing wrong, 1 a failure (or finding) found, 2 bad
 usage or unreadable input, printed as one line (set ROOTRANK_DEBUG=1 for a traceback). The language
@@ -48,6 +48,22 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
         check_cli.add_arguments(check)
         check.set_defaults(run=check_cli.run)
+
+    measure = sub.add_parser("measure", help="measure what activation checkpointing does for a model (runs it)")
+    measure.add_argument("target", nargs="?", metavar="MODULE:FACTORY",
+                         help="a function returning (model, example_batch), e.g. mypkg.model:build")
+    measure.add_argument("--hf-config", metavar="PATH", help="a transformers config.json (built on meta; never downloads)")
+    measure.add_argument("--batch-size", type=int, default=1, help="batch size for --hf-config (default 1)")
+    measure.add_argument("--seq-len", type=int, default=512, help="sequence length for --hf-config (default 512)")
+    measure.add_argument("--device", choices=("meta", "cpu", "cuda"), default=None,
+                         help="where to run: meta (no memory, default for --hf-config), cpu (default for a "
+                              "factory), cuda (also real peak memory and step time)")
+    measure.add_argument("--dtype", help="parameter dtype for --hf-config (default: the config's)")
+    measure.add_argument("--budget", metavar="SIZE", help="activation memory to fit, e.g. 20GiB")
+    measure.add_argument("--python", metavar="PATH", help="the interpreter with torch (default: the active "
+                                                          "virtualenv, ./.venv, then this one)")
+    measure.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    measure.set_defaults(run=_run_measure)
 
     explain = sub.add_parser("explain", help="show a failure entry's documentation, or what the checkpoint "
                                              "call at FILE:LINE does")
@@ -114,6 +130,56 @@ def _run_diagnose(args: argparse.Namespace) -> int:
         _write(render_text(diagnosis, color=color, raw=args.raw))
     _report_library_problems()
     return EXIT_FOUND if diagnosis.failed else EXIT_OK
+
+
+def _run_measure(args: argparse.Namespace) -> int:
+    from rootrank.measure import MeasureError, MeasureRequest, find_interpreter, measure, parse_bytes
+    from rootrank.measure.render import measurement_to_json, render_markdown, render_text
+
+    if bool(args.target) == bool(args.hf_config):
+        print("rootrank: measure takes MODULE:FACTORY or --hf-config PATH (one of them)", file=sys.stderr)
+        return EXIT_ERROR
+    if args.batch_size < 1 or args.seq_len < 1:
+        print("rootrank: --batch-size and --seq-len must be positive", file=sys.stderr)
+        return EXIT_ERROR
+    if args.hf_config and not os.path.exists(args.hf_config):
+        print(f"rootrank: no such config: {args.hf_config}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        budget = parse_bytes(args.budget) if args.budget else None
+    except ValueError:
+        print(f"rootrank: --budget {args.budget!r} is not a size (e.g. 20GiB, 512MiB)", file=sys.stderr)
+        return EXIT_ERROR
+    device = args.device or ("meta" if args.hf_config else "cpu")
+    request = MeasureRequest(target=args.target, hf_config=args.hf_config, batch_size=args.batch_size,
+                             seq_len=args.seq_len, device=device, dtype=args.dtype, cwd=os.getcwd())
+    python = find_interpreter(args.python, os.getcwd())
+    shown = sys.stderr.isatty()
+
+    def progress(message: str, done: int, total: int) -> None:
+        if shown:
+            count = f" [{done}/{total}]" if total else ""
+            sys.stderr.write(f"\r\x1b[Kmeasuring{count} {message}"[:200])
+            sys.stderr.flush()
+
+    try:
+        result = measure(request, python=python, budget=budget, on_progress=progress)
+    except MeasureError as exc:
+        if shown:
+            sys.stderr.write("\r\x1b[K")
+        print(f"rootrank: {exc}", file=sys.stderr)
+        if exc.detail and exc.kind == "factory-raised":
+            print(exc.detail, file=sys.stderr)
+        return EXIT_ERROR
+    if shown:
+        sys.stderr.write("\r\x1b[K")
+    if args.format == "json":
+        _write(json.dumps(measurement_to_json(result), indent=2) + "\n")
+    elif args.format == "markdown":
+        _write(render_markdown(result))
+    else:
+        _write(render_text(result))
+    return EXIT_FOUND if result.findings else EXIT_OK
 
 
 class _ProgressBar:

@@ -334,6 +334,36 @@ await check('missing-python-then-restart', async () => {
   await report().locator('.rank-badge', { hasText: 'initiating rank 2' }).waitFor({ timeout: 5000 });
 });
 
+// 11a. Measure Checkpointing: asks what to measure, runs the probe in the workspace's interpreter, shows
+// the chart; then the hover on the checkpoint call shows the measured numbers
+await check('measure-checkpointing', async () => {
+  await runCommand('rootrank: Measure Checkpointing');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'A factory' }).first().click({ timeout: 10000 });
+  const input = page.locator('.quick-input-widget input');
+  await input.fill('measure_model:build');
+  await page.keyboard.press('Enter');
+  const chart = report().locator('svg.chart');
+  await chart.waitFor({ timeout: 120000 });
+  const rows = await report().locator('svg.chart g.block').count();
+  if (rows !== 4) throw new Error(`${rows} block rows in the chart`);
+  await report().locator('tr[data-config="plan"]').waitFor({ timeout: 5000 });
+  await report().locator('code', { hasText: 'checkpoint.partial-coverage' }).first().waitFor({ timeout: 5000 });
+  await shot('11-measure-chart');
+  // one wide editor, so the checkpoint call on its line is on screen
+  await runCommand('View: Close All Editor Groups');
+  // the files the earlier checks edited are not saved: drop those edits
+  const dontSave = page.locator('.monaco-dialog-box .monaco-button', { hasText: "Don't Save" });
+  await dontSave.click({ timeout: 5000 }).catch(() => {});
+  await openFile('measure_model.py');
+  const word = page.locator('.editor-group-container.active .view-line span', { hasText: /^checkpoint$/ }).last();
+  const box = await boxOf(word, 20000);
+  await page.mouse.move(box.x + 2, box.y + box.height / 2);
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.locator('.monaco-hover', { hasText: 'Last measurement' }).filter({ hasText: 'layers.0-1' }).first().waitFor({ timeout: 20000 });
+  await shot('12-measure-hover');
+  await page.keyboard.press('Escape');
+});
+
 // 11b. the extension's output channel
 await check('show-log', async () => {
   // On a loaded 2-core machine the panel can open after the palette closes, or the palette click can be

@@ -20,7 +20,7 @@ from rootrank.lsp.convert import Lines, encoding_name
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
-    from rootrank.check.calls import FileFacts
+    from rootrank.check.calls import Call, FileFacts
     from rootrank.lsp.core import RootrankServer
 
 # check.calls, check.explain_call and environment are imported on the first hover, not at start-up.
@@ -106,6 +106,9 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
                 from rootrank.check.explain_call import call_markdown
 
                 sections.append(call_markdown(call, facts, env))
+                measured = _measured_markdown(document, call)
+                if measured:
+                    sections.append(measured)
                 hover_range = lines.range(call.line - offset, call.column + 1, call.end_line - offset,
                                           call.end_column + 1)
     lines = lines or Lines(document.source, encoding_name(ls.workspace.position_encoding))
@@ -124,6 +127,25 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
     if not sections:
         return None
     return types.Hover(contents=_markup(ls, "\n\n---\n\n".join(sections)), range=hover_range)
+
+
+_MEASURED_KINDS = {"checkpoint": "checkpoint", "checkpoint_sequential": "checkpoint",
+                   "gradient_checkpointing_enable": "hf", "checkpoint_wrapper": "wrapper",
+                   "apply_activation_checkpointing": "wrapper"}
+
+
+def _measured_markdown(document: TextDocument, call: Call) -> str | None:
+    """The last `rootrank.measure` numbers for the blocks a checkpointing call covers, when there are some."""
+    from rootrank.lsp.measure import last_measurement
+
+    kind = _MEASURED_KINDS.get(call.name)
+    path = to_fs_path(document.uri)
+    m = last_measurement(path) if kind else None
+    if m is None or kind is None or not path:
+        return None
+    from rootrank.measure.render import call_markdown as measured
+
+    return measured(m, path, call.line, call.end_line, kind)
 
 
 def _markup(ls: RootrankServer, markdown: str) -> types.MarkupContent:

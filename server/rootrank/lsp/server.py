@@ -75,6 +75,7 @@ def _watch_parent(pid: int) -> None:
 def create_server() -> RootrankServer:
     """A server with every feature registered (the order of registration is the order of dispatch)."""
     from rootrank.lsp import code_actions, commands, diagnostics, hover, logs, notebooks
+    from rootrank.lsp import measure as measure_command
 
     server = RootrankServer(notebook_sync=notebooks.SYNC)
 
@@ -134,7 +135,7 @@ def create_server() -> RootrankServer:
         ls.forget(params.text_document.uri)
         ls.publish(params.text_document.uri, None, [])
 
-    for module in (diagnostics, notebooks, logs, hover, code_actions, commands):
+    for module in (diagnostics, notebooks, logs, hover, code_actions, commands, measure_command):
         module.register(server)
     return server
 
