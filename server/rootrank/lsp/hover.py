@@ -13,6 +13,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
+from pygls.uris import to_fs_path
 
 from rootrank.lsp import engine, logs, notebooks
 from rootrank.lsp.convert import Lines, encoding_name
