@@ -33,10 +33,14 @@ class LineScanner:
         self.follow_until = 0  # line number up to which a multi-line message's continuation may come
         self._last_number = 0
         self._text_facts = TextMemo(_facts)
+        self._sampling = False  # lines are being read ahead to learn the dialect, before anything sees them
 
     @property
     def wants_every_line(self) -> bool:
-        return (self.launcher.wants_every_line or self.tracebacks.inside_traceback
+        # While lines are read ahead, the launcher parser has not seen them and cannot ask for the lines of
+        # a table that starts among them: every line is taken, so that the result does not depend on how
+        # much output came before the table.
+        return (self._sampling or self.launcher.wants_every_line or self.tracebacks.inside_traceback
                 or self._last_number < self.follow_until)
 
     def scan(self, source: str, lines: Iterable[tuple[int, str]], path_hint: str | None = None) -> Iterator[LogLine]:
@@ -45,11 +49,15 @@ class LineScanner:
         logical = iter_logical_numbered(lines)
         dialect_probe = Dialect()
         buffered: list[tuple[int, str]] = []
-        for item in logical:
-            buffered.append(item)
-            dialect_probe.observe(item[1])
-            if len(buffered) >= Dialect.SAMPLE:
-                break
+        self._sampling = True
+        try:
+            for item in logical:
+                buffered.append(item)
+                dialect_probe.observe(item[1])
+                if len(buffered) >= Dialect.SAMPLE:
+                    break
+        finally:
+            self._sampling = False
         dialect = dialect_probe.decide()
 
         def all_items() -> Iterator[tuple[int, str]]:

@@ -15,6 +15,8 @@ unavailable, or the file is small, everything stays in one process.
 from __future__ import annotations
 
 import os
+import signal
+import sys
 import threading
 from array import array
 from collections.abc import Iterator
@@ -132,11 +134,30 @@ def _segment_starts(path: str, size: int, already_read: int) -> list[int]:
     return starts
 
 
-def _work(path: str, out_fd: int) -> None:
-    """The worker: claim segments from the back until the processes meet."""
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this worker when `parent` goes away (Linux), and leave at once if it already has.
+    A worker that outlived a killed diagnosis would hold the log and its unlinked temporary file forever."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass  # no prctl: the getppid checks between segments still end it
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _work(path: str, out_fd: int, parent: int | None = None) -> None:
+    """The worker: claim segments from the back until the processes meet (or the parent is gone)."""
     assert _SHARED is not None
+    if parent is not None:
+        _die_with(parent)
     written = 0
     while (segment := _SHARED.claim_back()) is not None:
+        if parent is not None and os.getppid() != parent:
+            os._exit(1)
         start, end = _SHARED.starts[segment], _SHARED.starts[segment + 1]
         records, newlines, ends_with_newline = _scan_segment(path, start, end, out_fd)
         _SHARED.record(segment, written, records, newlines, ends_with_newline)
@@ -186,7 +207,7 @@ class SplitScan:
         _PREFILTER, _SHARED = prefilter, self.claims
         context = multiprocessing.get_context("fork")
         self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
-        self._future: Future[None] = self._pool.submit(_work, path, self._records.fileno())
+        self._future: Future[None] = self._pool.submit(_work, path, self._records.fileno(), os.getpid())
         self._segments: range = range(0)
 
     @property

@@ -8,7 +8,7 @@ import textwrap
 
 from rootrank.model import Diagnosis
 from rootrank.redact import redact
-from rootrank.render.common import also_seen, collateral_groups, count_text, ranks_text, where
+from rootrank.render.common import also_seen, collateral_groups, count_text, ranks_text, terminal_safe, where
 
 LABEL_WIDTH = 14
 
@@ -28,6 +28,7 @@ def render_text(d: Diagnosis, color: bool = False, raw: bool = False, width: int
     lines: list[str] = []
 
     def block(label: str, text: str, code: str = "1", reflow: bool = True) -> None:
+        text = terminal_safe(text)  # log lines and file names must not drive the terminal
         body_width = max(width - LABEL_WIDTH, 40)
         first = True
         label = label if len(label) < LABEL_WIDTH else label[: LABEL_WIDTH - 2] + ".."
