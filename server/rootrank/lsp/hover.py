@@ -1,6 +1,6 @@
 """Hover: what a checkpoint-related call does here, and the entry's docs for a diagnostic.
 
-On every checkpoint-related call, with or without a finding, the text of checkpointing.py (reentrant or
+On every checkpoint-related call, with or without a finding, the explanation of check/explain_call.py (reentrant or
 not, with the workspace's torch, the interacting features, the trade-off, the coverage). On a diagnostic
 or a `# noqa: <id>`: `rootrank explain <id>`. On a log line with a diagnosis: the fix and the verify
 command (logs.py).
@@ -15,22 +15,22 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from rootrank.lsp import engine, logs
+from rootrank.lsp import engine, logs, notebooks
 from rootrank.lsp.convert import Lines, encoding_name
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
-    from rootrank.lsp.calls import FileFacts
-    from rootrank.lsp.server import RootrankServer
+    from rootrank.check.calls import FileFacts
+    from rootrank.lsp.core import RootrankServer
 
-# calls.py, checkpointing.py and environment.py are imported on the first hover, not at start-up.
+# check.calls, check.explain_call and environment are imported on the first hover, not at start-up.
 
 _FACTS: OrderedDict[tuple[str, int | None], FileFacts | None] = OrderedDict()
 
 
 def _facts(document: TextDocument) -> FileFacts | None:
-    from rootrank.lsp.calls import read_file
+    from rootrank.check.calls import read_file
 
     key = (document.uri, document.version)
     if key not in _FACTS:
@@ -89,25 +89,27 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
     kind = ls.kind(uri)
     if kind == "log":
         return logs.hover(ls, uri, position)
-    if kind != "code":
+    if kind not in ("code", "cell"):  # a notebook cell is Python
         return None
     sections: list[str] = []
     hover_range: types.Range | None = None
     lines: Lines | None = None
     if document.uri.lower().endswith((".py", ".pyi")) or document.language_id == "python":
-        facts = _facts(document)
+        # In a notebook cell, the calls are read in the notebook's module (the imports sit in other cells).
+        facts, offset = notebooks.cell_facts(ls, uri) if kind == "cell" else (_facts(document), 0)
         if facts is not None:
             lines = Lines(document.source, encoding_name(ls.workspace.position_encoding))
             column = lines.column(position)
-            call = facts.at(position.line + 1, column)
+            call = facts.at(position.line + 1 + offset, column)
             if call is not None:
-                from rootrank.lsp.environment import find_environment
+                from rootrank.environment import find_environment
 
                 env = find_environment(ls.settings.python, _roots(ls))
-                from rootrank.lsp.checkpointing import call_markdown
+                from rootrank.check.explain_call import call_markdown
 
                 sections.append(call_markdown(call, facts, env))
-                hover_range = lines.range(call.line, call.column + 1, call.end_line, call.end_column + 1)
+                hover_range = lines.range(call.line - offset, call.column + 1, call.end_line - offset,
+                                          call.end_column + 1)
     lines = lines or Lines(document.source, encoding_name(ls.workspace.position_encoding))
     noqa = _noqa_section(lines, position)
     if noqa is not None:

@@ -1,0 +1,166 @@
+"""`rootrank check`: find activation-checkpointing mistakes in training code and configs before the run.
+
+`check_source(source, path, options)` is the whole engine call: it picks the config checks or the
+Python pass by file name, applies select/ignore and `# noqa`, and returns sorted findings. It never
+raises on bad input: a file that cannot be parsed gives one `syntax-error` finding.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from rootrank.check import rules as _rules  # noqa: F401  (registers every rule)
+from rootrank.check.options import CheckOptions
+from rootrank.check.registry import RULES
+from rootrank.check.source import MENTIONS_CHECKPOINTING, Locator
+from rootrank.check.walker import collect, run_rules
+from rootrank.model import Finding, Severity
+
+__all__ = ["SYNTAX_ERROR", "CheckOptions", "check_source", "filter_findings", "fix_source", "is_config",
+           "is_notebook", "severity_of"]
+
+LOG = logging.getLogger(__name__)
+
+SYNTAX_ERROR = "syntax-error"
+CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".sh")
+NOTEBOOK_SUFFIX = ".ipynb"
+_NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<ids>[\w.\-]+(?:[ \t]*,[ \t]*[\w.\-]+)*))?", re.I)
+
+
+def is_config(path: str) -> bool:
+    return path.lower().endswith(CONFIG_SUFFIXES)
+
+
+def is_notebook(path: str) -> bool:
+    return path.lower().endswith(NOTEBOOK_SUFFIX)
+
+
+def _check_notebook(source: str, path: str, options: CheckOptions) -> list[Finding]:
+    """The notebook's code cells as one module; findings (and fixes) in (cell, line) positions. A cell
+    that does not parse is reported and left out, and the other cells are still checked (a notebook is
+    often saved with one broken cell)."""
+    from rootrank.check.notebook import NotebookError, notebook_module, parse_notebook, to_cells
+
+    try:
+        data = parse_notebook(source)
+    except NotebookError as problem:
+        return [Finding(SYNTAX_ERROR, Severity.ERROR, path, 1, 1, 1, 1, f"cannot read: {problem}")]
+    broken: list[Finding] = []
+    skipped: set[int] = set()
+    for _ in range(len(data["cells"]) + 1):
+        module = notebook_module(data, skip=skipped)
+        if not MENTIONS_CHECKPOINTING.search(module.text):
+            return broken
+        locator = Locator(module.text)
+        try:
+            findings = _check_python(module.text, path, locator, options)
+        except Exception:
+            LOG.exception("rootrank: checking %s failed; no findings for it", path)
+            return []
+        unparsed = next((f for f in findings if f.rule == SYNTAX_ERROR), None)
+        where = module.locate(unparsed.line) if unparsed is not None else None
+        if unparsed is None or where is None:
+            return [*broken, *to_cells(module, filter_findings(findings, locator, options))]
+        broken.extend(to_cells(module, [unparsed]))
+        skipped.add(where[0])
+    return []
+
+
+def check_source(source: str, path: str, options: CheckOptions | None = None) -> list[Finding]:
+    """Findings for one file's text; pure, and never raises on bad input."""
+    options = options or CheckOptions()
+    if not MENTIONS_CHECKPOINTING.search(source):
+        return []
+    if is_notebook(path):
+        return _check_notebook(source, path, options)
+    locator = Locator(source)
+    try:
+        if is_config(path):
+            from rootrank.check.configs import check_config
+
+            findings = check_config(source, path, locator)
+        else:
+            findings = _check_python(source, path, locator, options)
+    except Exception:  # a bug of ours must not take the editor or the CLI down with it
+        LOG.exception("rootrank: checking %s failed; no findings for it", path)
+        return []
+    return filter_findings(findings, locator, options)
+
+
+MAX_FIX_PASSES = 10  # as ruff: re-check after each pass, since overlapping fixes wait for the next one
+
+
+def fix_source(source: str, path: str, options: CheckOptions | None = None,
+               unsafe: bool = False) -> tuple[str, int]:
+    """The text after `--fix` (safe fixes; `unsafe` adds the unsafe ones), re-checked after each pass until
+    nothing changes, and how many findings were fixed. Notebooks are fixed cell by cell."""
+    from rootrank.check.fixes import apply_fixes, choose
+
+    count = 0
+    for _ in range(MAX_FIX_PASSES):
+        findings = check_source(source, path, options)
+        if is_notebook(path):
+            from rootrank.check.notebook import apply_to_cells
+
+            fixed = apply_to_cells(source, findings, lambda cell, found: apply_fixes(cell, found, unsafe=unsafe))
+        else:
+            fixed = apply_fixes(source, findings, unsafe=unsafe)
+        if fixed == source:
+            break
+        count += sum(1 for f in findings if choose(f, unsafe) is not None)
+        source = fixed
+    return source, count
+
+
+def filter_findings(findings: list[Finding], locator: Locator, options: CheckOptions) -> list[Finding]:
+    """Apply select/ignore and `# noqa` to one file's findings, and sort them."""
+    findings = [f for f in findings if f.rule == SYNTAX_ERROR or options.enabled(f.rule)]
+    if options.noqa:
+        findings = [f for f in findings if not _silenced(f, locator)]
+    return sorted(findings, key=lambda f: (f.line, f.column, f.rule))
+
+
+def _check_python(source: str, path: str, locator: Locator, options: CheckOptions) -> list[Finding]:
+    try:
+        semantic = collect(source, path, locator)
+    except SyntaxError as error:
+        line = error.lineno or 1
+        column = max(error.offset or 1, 1)
+        return [Finding(SYNTAX_ERROR, Severity.ERROR, path, line, column, line, column,
+                        f"cannot parse: {error.msg}")]
+    except (RecursionError, MemoryError, ValueError) as error:
+        # Deeply nested expressions overflow the parser; null bytes raise ValueError.
+        reason = "too deeply nested" if isinstance(error, RecursionError) else str(error) or type(error).__name__
+        return [Finding(SYNTAX_ERROR, Severity.ERROR, path, 1, 1, 1, 1, f"cannot parse: {reason}")]
+    selected = [rule_id for rule_id in sorted(RULES) if options.enabled(rule_id)]
+    return run_rules(semantic, selected, {rule_id: severity_of(rule_id) for rule_id in selected})
+
+
+def severity_of(rule_id: str, default: Severity | None = None) -> Severity:
+    """The failure entry's severity when the entry exists, else the rule's default."""
+    try:
+        from rootrank.library import load_library
+
+        entry = load_library().get(rule_id)
+    except Exception:  # a broken library must not stop the checks
+        LOG.exception("rootrank: could not load the failure library")
+        entry = None
+    if entry is not None:
+        return entry.severity
+    if default is not None:
+        return default
+    rule = RULES.get(rule_id)
+    return rule.default_severity if rule else Severity.WARNING
+
+
+def _silenced(finding: Finding, locator: Locator) -> bool:
+    match = _NOQA.search(locator.line_text(finding.line))
+    if match is None:
+        return False
+    ids = match.group("ids")
+    if not ids:
+        return True
+    from rootrank.check.options import matches
+
+    return any(matches(finding.rule, i) for i in re.split(r"[ \t]*,[ \t]*", ids))
