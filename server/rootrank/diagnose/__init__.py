@@ -21,7 +21,14 @@ from rootrank.diagnose.lines import LineScanner
 from rootrank.diagnose.match import Matcher
 from rootrank.diagnose.parallel import SplitScan, can_split
 from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
-from rootrank.diagnose.read import DECOMPRESSION_ERRORS, MAGIC_BYTES, InputError, Source, decompressing, expand_paths
+from rootrank.diagnose.read import (
+    DECOMPRESSION_ERRORS,
+    MAGIC_BYTES,
+    InputError,
+    Source,
+    decompressing,
+    expand_paths,
+)
 from rootrank.diagnose.report import build_diagnosis
 from rootrank.diagnose.select import select_lines
 from rootrank.library import Library, load_library

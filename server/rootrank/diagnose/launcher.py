@@ -28,7 +28,7 @@ _FIELD = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\
 # A number starts only where no digit precedes it, and is bounded: a long run of digits costs one pass.
 _RANK_VALUE = re.compile(r"(?<!\d)(?P<rank>\d{1,9}) \(local_rank: (?P<local_rank>\d{1,9})\)")
 _EXIT_VALUE = re.compile(r"(?<![\d-])(?P<exitcode>-?\d{1,9}) \(pid: (?P<pid>\d{1,10})\)")
-_WORLD = re.compile(r"\b(?:world[ _]size|WORLD_SIZE|nranks)\s*[:=]?\s*(?P<n>\d{1,6})\b", re.IGNORECASE)
+_WORLD = re.compile(r"\b(?:world[ _]size|WORLD_SIZE|nranks)[ \t]{0,8}[:=]?[ \t]{0,8}(?P<n>\d{1,6})\b", re.IGNORECASE)
 _MEMBER = re.compile(r"MEMBER: \d+/(?P<n>\d{1,6})")
 
 _ROOT_CAUSE = "Root Cause (first observed failure):"

@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Protocol, cast
 
 MAX_FILES = 100_000
 
@@ -84,15 +84,15 @@ def decompressing(name: str, handle: BinaryIO, head: bytes) -> BinaryIO | None:
     if what == "gzip":
         import gzip
 
-        return gzip.GzipFile(fileobj=handle, mode="rb")
+        return cast(BinaryIO, gzip.GzipFile(fileobj=handle, mode="rb"))
     if what == "bzip2":
         import bz2
 
-        return bz2.BZ2File(handle, "rb")
+        return cast(BinaryIO, bz2.BZ2File(handle, "rb"))
     if what == "xz":
         import lzma
 
-        return lzma.LZMAFile(handle, "rb")
+        return cast(BinaryIO, lzma.LZMAFile(handle, "rb"))
     if what is not None:
         shown = "-" if name == "-" else name
         raise InputError(f"{name}: {what}-compressed, which Python cannot read; decompress it first "
