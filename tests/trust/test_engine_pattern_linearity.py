@@ -84,18 +84,18 @@ def _cost(regex: re.Pattern[str] | re.Pattern[bytes], line: str, method: str = "
 def superlinear(regex: re.Pattern[str] | re.Pattern[bytes]) -> list[str]:
     """The line families on which `regex` grows faster than the line, or costs too many passes at 64 KiB.
 
-    Growth is measured on every family at 1 and 4 KiB (cheap even for a quadratic pattern); the costliest
+    Growth is measured on every family at 2 and 8 KiB (cheap even for a quadratic pattern); the costliest
     families are then searched at 64 KiB and compared with the linear pass."""
     text = regex.pattern.decode("latin-1") if isinstance(regex.pattern, bytes) else regex.pattern
     families = pumped(text)
     costly: list[tuple[float, str]] = []
     for what, make in families.items():
-        small = _cost(regex, make(LINE // 16), repeat=1)
+        small = _cost(regex, make(LINE // 8), repeat=1)
         if small < 0.0003:
             continue  # nothing to measure: a few microseconds per kilobyte at most
-        small = min(small, _cost(regex, make(LINE // 16)))  # a loaded machine, or the pattern?
-        smaller = _cost(regex, make(LINE // 64))
-        if small > 8 * smaller + 0.001:
+        small = min(small, _cost(regex, make(LINE // 8)))  # a loaded machine, or the pattern?
+        smaller = _cost(regex, make(LINE // 32))
+        if small > 12 * smaller + 0.001:  # linear: 4x; quadratic: 16x
             return [f"{what}: 4x the line costs {small / max(smaller, 1e-9):.0f}x"]
         costly.append((small, what))
     for _, what in sorted(costly, reverse=True)[:2]:

@@ -33,6 +33,7 @@ _MEMBER = re.compile(r"MEMBER: \d+/(?P<n>\d{1,6})")
 
 _ROOT_CAUSE = "Root Cause (first observed failure):"
 _TABLE_HEADINGS = ("Failures:", _ROOT_CAUSE, "<NO_OTHER_FAILURES>")
+ARMING_SIGNS = ("ChildFailedError", _ROOT_CAUSE)  # lines after which the error table may follow
 
 
 def _is_table_line(text: str) -> bool:

@@ -12,7 +12,7 @@ from rootrank.diagnose.formats.inline import rank_in_message
 from rootrank.diagnose.formats.paths import ranks_from_path
 from rootrank.diagnose.formats.prefixes import Dialect, peel
 from rootrank.diagnose.formats.timestamps import find_time
-from rootrank.diagnose.launcher import LauncherParser, agent_of
+from rootrank.diagnose.launcher import ARMING_SIGNS, LauncherParser, agent_of
 from rootrank.diagnose.memo import TextMemo
 from rootrank.diagnose.normalize import iter_logical_numbered
 from rootrank.diagnose.tracebacks import TracebackGrouper
@@ -38,7 +38,7 @@ class LineScanner:
     @property
     def wants_every_line(self) -> bool:
         # While lines are read ahead, the launcher parser has not seen them and cannot ask for the lines of
-        # a table that starts among them: every line is taken, so that the result does not depend on how
+        # a table that starts among them: once a line that arms it is read ahead, every line is taken, so that the result does not depend on how
         # much output came before the table.
         return (self._sampling or self.launcher.wants_every_line or self.tracebacks.inside_traceback
                 or self._last_number < self.follow_until)
@@ -49,11 +49,12 @@ class LineScanner:
         logical = iter_logical_numbered(lines)
         dialect_probe = Dialect()
         buffered: list[tuple[int, str]] = []
-        self._sampling = True
         try:
             for item in logical:
                 buffered.append(item)
                 dialect_probe.observe(item[1])
+                if not self._sampling and any(sign in item[1] for sign in ARMING_SIGNS):
+                    self._sampling = True  # the launcher will arm on this line: its table follows
                 if len(buffered) >= Dialect.SAMPLE:
                     break
         finally:

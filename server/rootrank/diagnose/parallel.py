@@ -41,6 +41,7 @@ _FIELDS = 4  # per segment, in shared memory: records offset, records, newlines,
 # Set before forking; read by the worker.
 _PREFILTER: Prefilter | None = None
 _SHARED: SharedClaims | None = None
+_PARENT: int | None = None  # the diagnosing process, which the worker must not outlive
 
 
 
@@ -142,9 +143,10 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def _work(path: str, out_fd: int, parent: int | None = None) -> None:
+def _work(path: str, out_fd: int) -> None:
     """The worker: claim segments from the back until the processes meet (or the parent is gone)."""
     assert _SHARED is not None
+    parent = _PARENT
     if parent is not None:
         _die_with(parent)
     written = 0
@@ -191,16 +193,16 @@ class SplitScan:
         import tempfile
         from concurrent.futures import ProcessPoolExecutor
 
-        global _PREFILTER, _SHARED
+        global _PREFILTER, _SHARED, _PARENT
         self.size = size
         self.claims = SharedClaims(_segment_starts(path, size, already_read))
         self.boundary = size  # where the worker's segments begin; known once both have stopped
         # Closed by close(): the file outlives this call, being written by the worker and read later.
         self._records = tempfile.TemporaryFile(prefix="rootrank-candidates-")  # noqa: SIM115
-        _PREFILTER, _SHARED = prefilter, self.claims
+        _PREFILTER, _SHARED, _PARENT = prefilter, self.claims, os.getpid()
         context = multiprocessing.get_context("fork")
         self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
-        self._future: Future[None] = self._pool.submit(_work, path, self._records.fileno(), os.getpid())
+        self._future: Future[None] = self._pool.submit(_work, path, self._records.fileno())
         self._segments: range = range(0)
 
     @property
