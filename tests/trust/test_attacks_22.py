@@ -117,11 +117,12 @@ def test_screen_still_accepts_delimited_repeats(pattern: str) -> None:
 # --------------------------------------------------------------------------- 15: lines over 8 MiB
 
 def test_a_line_over_8_mib_counts_as_one_line() -> None:
-    huge = "x" * (20 << 20)
-    d = diagnose_text(f"a\nb\n{huge}\n" + TRACEBACK)
-    assert d.root_cause is not None
-    assert d.lines_read == 6
-    assert d.root_cause.evidence[-1].line == 6
+    # In a child: a 20 MiB line in this process would raise the peak RSS that later children inherit.
+    huge = b"x" * (20 << 20)
+    data = assert_well_behaved(run_cli(["diagnose", "--format", "json", "-"],
+                                       stdin=b"a\nb\n" + huge + b"\n" + TRACEBACK.encode()))
+    assert data["lines_read"] == 6, data["lines_read"]
+    assert data["root_cause"]["evidence"][-1]["line"] == 6
 
 
 # --------------------------------------------------------------------------- 16: compressed logs, no library
