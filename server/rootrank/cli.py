@@ -105,11 +105,17 @@ def _run_diagnose(args: argparse.Namespace) -> int:
     if paths == ["-"] and sys.stdin.isatty():
         print("rootrank: reading the log from the terminal; paste it and press Ctrl-D (or pass a file)",
               file=sys.stderr)
+    empty = _empty_library()
+    if empty:
+        print(f"rootrank: {empty}", file=sys.stderr)
+        return EXIT_ERROR
     progress = _ProgressBar() if not args.no_progress and sys.stderr.isatty() else None
     try:
         diagnosis = diagnose_paths(paths, on_progress=progress)
     except InputError as exc:
-        print(f"rootrank: {exc}", file=sys.stderr)
+        from rootrank.render.common import terminal_safe
+
+        print(f"rootrank: {terminal_safe(str(exc))}", file=sys.stderr)
         return EXIT_ERROR
     finally:
         if progress is not None:
@@ -212,6 +218,19 @@ class _ProgressBar:
             sys.stderr.flush()
 
 
+def _empty_library() -> str:
+    """Why there is no failure library to diagnose with (a missing or empty folder), or ""."""
+    from rootrank.library import load_library, rules_dir
+
+    if load_library().entries:
+        return ""
+    where = rules_dir()
+    told = " (ROOTRANK_RULES)" if os.environ.get("ROOTRANK_RULES") else ""
+    if not where.is_dir():
+        return f"no failure library: {where}{told} is not a folder"
+    return f"no failure library: {where}{told} holds no valid entry"
+
+
 def _report_library_problems() -> None:
     from rootrank.library import load_library
 
@@ -285,6 +304,11 @@ def _run_rules(args: argparse.Namespace) -> int:
     from rootrank.library import load_library
 
     library = load_library()
+    empty = _empty_library()
+    if empty:
+        _report_library_problems()
+        print(f"rootrank: {empty}", file=sys.stderr)
+        return EXIT_ERROR
     entries = sorted(library.entries.values(), key=lambda e: e.id)
     if args.format == "json":
         data = [{"id": e.id, "title": e.title, "category": e.category, "severity": e.severity.value,
@@ -325,18 +349,44 @@ def _run_lsp(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class OutputError(Exception):
+    """The output cannot be written (standard output closed, a full disk); the message is one line."""
+
+
 def _write(text: str) -> None:
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
         # The reader (e.g. `head`) went away; that is not an error of ours.
+        _silence_stdout()
+    except (OSError, ValueError) as exc:  # ValueError: the stream was closed under us
+        _silence_stdout()
+        raise OutputError(f"cannot write the output: {getattr(exc, 'strerror', None) or exc}") from exc
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's last flush at exit finds nothing to fail on."""
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _closed_stdio() -> str:
+    """Which standard stream the command cannot run without is closed (started with `>&-`), or ""."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - nowhere to say anything; stay quiet
+    return "standard output is closed" if sys.stdout is None else ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    closed = _closed_stdio()
+    if closed:
+        print(f"rootrank: {closed}", file=sys.stderr)
+        return EXIT_ERROR
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     run: Callable[[argparse.Namespace], int] | None = getattr(args, "run", None)
@@ -347,6 +397,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     except KeyboardInterrupt:
         return 130
+    except OutputError as exc:
+        print(f"rootrank: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     except Exception as exc:
         if os.environ.get("ROOTRANK_DEBUG"):
             raise

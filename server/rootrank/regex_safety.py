@@ -5,10 +5,15 @@ a long run of the repeated characters, and nested counted repeats (`(?:a{1,100})
 time of a high degree. Entries are data contributed by many people, so the loader refuses such
 patterns instead of trusting review. The rules, over the parsed pattern:
 
-1. a repeat that can iterate many times (unbounded, or more than MANY) must not contain another
-   variable-length repeat, unless every iteration has to consume a delimiter the inner repeat cannot
-   match (`(?:, \\w+)*` is fine: each round starts with ", ");
-2. such a repeat must not contain alternatives that can start with the same character, or an empty one.
+1. a repeat that can iterate more than once must not contain another variable-length repeat, unless
+   every iteration has to consume a delimiter the inner repeat cannot match (`(?:, \\w+)*` is fine:
+   each round starts with ", "; `(?:\\d{1,3}\\.){3}` too: each round ends with "."). Bounded repeats
+   count: `(?:a{1,30}){1,30}` tries every way of cutting a run of a's into up to 30 pieces;
+2. a repeat that can iterate many times (unbounded, or more than MANY) must not contain alternatives
+   that can start with the same character, or an empty one;
+3. two repeats that can both take many characters must not follow each other (with only optional
+   parts between them) when their characters overlap: `\\d+\\.?\\d*`, `\\w+\\s*\\w+` and `.*.*` try
+   every split point of a run, for every start.
 
 First characters are approximated over ASCII, which is what log lines are made of.
 """
@@ -54,17 +59,20 @@ def _many(high: int) -> bool:
 
 
 def _scan(items: list[Node]) -> str:
+    adjacent = _adjacent_overlap(items)
+    if adjacent:
+        return adjacent
     for op, av in items:
         name = str(op)
         if name in _REPEATS:
             _low, high, body = av
             body_items = list(body)
-            if _many(high):
+            if high > 1:
                 inner = _variable_repeats(body_items)
                 if inner and not _delimited(body_items, inner):
-                    return "a repeat nested inside another repeat that can iterate many times"
-                if _overlapping_alternatives(body_items):
-                    return "alternatives that can match the same text inside a repeat"
+                    return "a repeat nested inside another repeat"
+            if _many(high) and _overlapping_alternatives(body_items):
+                return "alternatives that can match the same text inside a repeat"
             found = _scan(body_items)
             if found:
                 return found
@@ -103,11 +111,36 @@ def _variable_repeats(items: list[Node]) -> list[Node]:
 
 
 def _delimited(body: list[Node], inner: list[Node]) -> bool:
-    """Every iteration starts with a literal character that none of the inner repeats can match."""
-    first = _leading_literal(body)
-    if first is None:
-        return False
-    return all(first not in _repeat_chars(node) for node in inner)
+    """Every iteration starts (or ends) with a literal character that none of the inner repeats can match."""
+    for delimiter in (_leading_literal(body), _leading_literal(list(reversed(body)))):
+        if delimiter is not None and all(delimiter not in _repeat_chars(node) for node in inner):
+            return True
+    return False
+
+
+def _adjacent_overlap(items: list[Node]) -> str:
+    """Rule 3 over one sequence: a long repeat, then (past optional parts only) another over shared characters."""
+    pending: frozenset[str] = frozenset()  # characters of the long repeats the next element may follow
+    for op, av in items:
+        name = str(op)
+        if name == "AT":
+            continue
+        if name in _REPEATS:
+            low, high, body = av
+            chars = _chars(list(body))
+            if _many(high) and high != low:
+                # Where the one ends and the other begins is ambiguous when the second can start with
+                # what the first takes (`(?:, \\d+)*` after `\\d+` cannot: each round starts with ",").
+                if pending & _first_chars(list(body))[0]:
+                    return "two repeats over the same characters next to each other"
+                pending = (pending | chars) if low == 0 else chars
+                continue
+            if low == 0:
+                continue  # optional: the repeats around it are still adjacent
+        elif name == "SUBPATTERN" and _first_chars(list(av[-1]))[1]:
+            continue  # a group that can match nothing is as optional
+        pending = frozenset()
+    return ""
 
 
 def _leading_literal(items: list[Node]) -> str | None:

@@ -258,7 +258,8 @@ def _deepspeed(config: _Config, data: dict[str, Any]) -> Iterator[Finding]:
 
 # ---------------------------------------------------------------------- Megatron launch scripts
 
-_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_]\w*)=([^\s;#]+)", re.M)
+# [ \t], not \s: in MULTILINE mode \s* would run over every following blank line from every line start.
+_ASSIGNMENT = re.compile(r"^[ \t]*(?:export[ \t]+)?([A-Za-z_]\w*)=([^\s;#]+)", re.M)
 
 
 def _megatron(source: str, path: str, locator: Locator) -> Iterator[Finding]:

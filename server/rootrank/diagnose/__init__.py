@@ -23,7 +23,14 @@ from rootrank.diagnose.lines import LineScanner
 from rootrank.diagnose.match import Matcher
 from rootrank.diagnose.parallel import SplitScan, can_split
 from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
-from rootrank.diagnose.read import InputError, Source, expand_paths
+from rootrank.diagnose.read import (
+    DECOMPRESSION_ERRORS,
+    MAGIC_BYTES,
+    InputError,
+    Source,
+    decompressing,
+    expand_paths,
+)
 from rootrank.diagnose.report import build_diagnosis
 from rootrank.diagnose.select import Census, select_lines
 from rootrank.diagnose.truncated import may_be_cut, truncated_library
@@ -178,17 +185,37 @@ def diagnose_paths(paths: list[str], library: Library | None = None,
             base = done
             progress = _offset_progress(on_progress, base, total)
         if source.path is None:
-            pipeline.feed_stream("-", sys.stdin.buffer, None, progress)
+            stdin = sys.stdin.buffer
+            head = stdin.peek(MAGIC_BYTES)[:MAGIC_BYTES] if hasattr(stdin, "peek") else b""
+            _feed_maybe_compressed(pipeline, "-", stdin, head, None, progress, None, None)
             continue
         try:
             with open(source.path, "rb") as handle:
-                pipeline.feed_stream(source.name, handle, source.name, progress, str(source.path), size)
+                head = handle.read(MAGIC_BYTES)
+                handle.seek(0)
+                _feed_maybe_compressed(pipeline, source.name, handle, head, source.name, progress,
+                                       str(source.path), size)
         except IsADirectoryError as exc:
             raise InputError(f"{source.name}: is a directory") from exc
         except OSError as exc:
             raise InputError(f"{source.name}: {exc.strerror or exc}") from exc
         done += size or 0
     return pipeline.result()
+
+
+def _feed_maybe_compressed(pipeline: Pipeline, name: str, handle: BinaryIO, head: bytes, path_hint: str | None,
+                           progress: Callable[[int], None] | None, path: str | None, size: int | None) -> None:
+    """Feed a stream, decompressing it as it is read when its first bytes say it is compressed (then it
+    is read here alone: the split worker reads raw file offsets)."""
+    reader = decompressing(name, handle, head)
+    if reader is None:
+        pipeline.feed_stream(name, handle, path_hint, progress, path, size)
+        return
+    try:
+        with reader:
+            pipeline.feed_stream(name, reader, path_hint, None, None, None)
+    except DECOMPRESSION_ERRORS as exc:
+        raise InputError(f"{name}: cannot decompress: {exc}") from exc
 
 
 def _offset_progress(report: Callable[[int, int], None], base: int, total: int) -> Callable[[int], None]:

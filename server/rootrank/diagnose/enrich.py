@@ -13,7 +13,8 @@ from collections.abc import Callable
 Enricher = Callable[[dict[str, str]], dict[str, str]]
 ENRICHERS: dict[str, Enricher] = {}
 
-_SIZE = re.compile(r"(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[KMGTP]?i?B|bytes)", re.IGNORECASE)
+# Starts only where no digit precedes (a run of digits is one start, not one per digit).
+_SIZE = re.compile(r"(?<![\d.])(?P<value>\d{1,20}(?:\.\d{1,20})?)[ \t]{0,4}(?P<unit>[KMGTP]?i?B|bytes)", re.IGNORECASE)
 _UNIT = {"b": 1, "bytes": 1, "kib": 2**10, "kb": 10**3, "mib": 2**20, "mb": 10**6, "gib": 2**30, "gb": 10**9,
          "tib": 2**40, "tb": 10**12, "pib": 2**50, "pb": 10**15}
 

@@ -2,6 +2,10 @@
 
 A sentence or list item whose `{placeholder}` has no value in this log is left out rather than shown
 with a hole, so entries can say "the step asked for {requested}" without a fallback for every field.
+
+Captured values come from the log, which anyone can write: they are never Markdown. A value inside a
+code span or block gets a fence longer than any run of backticks in it; a value in prose that holds
+anything Markdown or HTML could read becomes a code span of its own. Only the entry's own links are links.
 """
 
 from __future__ import annotations
@@ -10,9 +14,13 @@ import re
 from collections.abc import Mapping
 
 from rootrank.library import Entry, FixVariant
+from rootrank.mdsafe import code_span, fence_for
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 _UNIT_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|```|\||>)")
+_BACKTICK_RUN = re.compile(r"`+")
+_PLAIN = re.compile(r"[\w .,:;/+=%@-]*")  # nothing Markdown or HTML gives a meaning to
+_FENCE = re.compile(r"^(\s*)(`{3,})(.*)$")
 
 
 def variant_applies(variant: FixVariant, stacks: set[str], fields: Mapping[str, str]) -> bool:
@@ -49,8 +57,80 @@ def fill(text: str, fields: Mapping[str, str]) -> str:
         names = _PLACEHOLDER.findall(joined)
         if any(not fields.get(n) for n in names):
             continue
-        out.append(_PLACEHOLDER.sub(lambda m: fields[m.group(1)], joined))
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
+        out.append(joined)
+    return _substitute(re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip(), fields)
+
+
+def _substitute(text: str, fields: Mapping[str, str]) -> str:
+    """Placeholders filled so that no captured value can open or close Markdown of its own."""
+    def value(m: re.Match[str]) -> str:
+        return fields[m.group(1)]
+
+    def prose(piece: str) -> str:
+        def safe(m: re.Match[str]) -> str:
+            v = fields[m.group(1)]
+            return v if _PLAIN.fullmatch(v) else code_span(v)
+        return _PLACEHOLDER.sub(safe, piece)
+
+    out: list[str] = []
+    block: list[str] | None = None  # the lines of a fenced block being filled
+    for line in text.split("\n"):
+        fence = _FENCE.match(line)
+        if block is None and fence:
+            block = [line]
+            continue
+        if block is not None:
+            if fence and not fence.group(3).strip():
+                out.extend(_refenced(block, line))
+                block = None
+            else:
+                block.append(_PLACEHOLDER.sub(value, line))
+            continue
+        pieces: list[str] = []
+        last = 0
+        for start, inner, end in _code_spans(line):
+            pieces.append(prose(line[last:start]))
+            content = line[inner[0]: inner[1]]
+            pieces.append(code_span(_PLACEHOLDER.sub(value, content)) if _PLACEHOLDER.search(content)
+                          else line[start:end])
+            last = end
+        pieces.append(prose(line[last:]))
+        out.append("".join(pieces))
+    if block is not None:  # an unclosed block in the entry: close it, as Markdown would at the end
+        out.extend(_refenced(block, block[0].split("`")[0] + "```"))
+    return "\n".join(out)
+
+
+def _code_spans(line: str) -> list[tuple[int, tuple[int, int], int]]:
+    """(start, (content start, content end), end) of each code span: a run of backticks closed by the
+    next run of the same length (CommonMark), found in one pass over the runs."""
+    runs = [(m.start(), m.end()) for m in _BACKTICK_RUN.finditer(line)]
+    later: dict[int, list[int]] = {}  # run length -> indexes of the runs of that length, last first
+    for index in range(len(runs) - 1, -1, -1):
+        later.setdefault(runs[index][1] - runs[index][0], []).append(index)
+    spans: list[tuple[int, tuple[int, int], int]] = []
+    index = 0
+    while index < len(runs):
+        start, stop = runs[index]
+        same = later[stop - start]
+        while same and same[-1] <= index:
+            same.pop()
+        if not same:
+            index += 1
+            continue
+        closing = same.pop()
+        spans.append((start, (stop, runs[closing][0]), runs[closing][1]))
+        index = closing + 1
+    return spans
+
+
+def _refenced(block: list[str], closing: str) -> list[str]:
+    """A fenced block whose fences are longer than any backtick run of its (filled) content."""
+    opening = _FENCE.match(block[0])
+    assert opening is not None
+    fence = max(opening.group(2), fence_for(block[1:]), key=len)
+    indent = opening.group(1)
+    return [f"{indent}{fence}{opening.group(3)}", *block[1:], f"{indent}{fence}"]
 
 
 def render_fix(entry: Entry, stacks: set[str], fields: Mapping[str, str]) -> str:

@@ -25,10 +25,24 @@ _MPI_EXIT = re.compile(r"^\s*Exit code:\s+(?P<exitcode>-?\d+)")
 _TABLE_RULE = re.compile(r"^\s*={20,}\s*$")
 _ENTRY = re.compile(r"^\s*\[(?P<index>\d+)\]:\s*$")
 _FIELD = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\s*:\s?(?P<value>.*)$")
-_RANK_VALUE = re.compile(r"(?P<rank>\d+) \(local_rank: (?P<local_rank>\d+)\)")
-_EXIT_VALUE = re.compile(r"(?P<exitcode>-?\d+) \(pid: (?P<pid>\d+)\)")
-_WORLD = re.compile(r"\b(?:world[ _]size|WORLD_SIZE|nranks)\s*[:=]?\s*(?P<n>\d{1,6})\b", re.IGNORECASE)
+# A number starts only where no digit precedes it, and is bounded: a long run of digits costs one pass.
+_RANK_VALUE = re.compile(r"(?<!\d)(?P<rank>\d{1,9}) \(local_rank: (?P<local_rank>\d{1,9})\)")
+_EXIT_VALUE = re.compile(r"(?<![\d-])(?P<exitcode>-?\d{1,9}) \(pid: (?P<pid>\d{1,10})\)")
+_WORLD = re.compile(r"\b(?:world[ _]size|WORLD_SIZE|nranks)[ \t]{0,8}[:=]?[ \t]{0,8}(?P<n>\d{1,6})\b", re.IGNORECASE)
 _MEMBER = re.compile(r"MEMBER: \d+/(?P<n>\d{1,6})")
+
+_ROOT_CAUSE = "Root Cause (first observed failure):"
+_TABLE_HEADINGS = ("Failures:", _ROOT_CAUSE, "<NO_OTHER_FAILURES>")
+ARMING_SIGNS = ("ChildFailedError", _ROOT_CAUSE)  # lines after which the error table may follow
+
+
+def _is_table_line(text: str) -> bool:
+    """A line the elastic error table is made of: rules, headings, `[i]:`, indented fields and tracebacks."""
+    stripped = text.rstrip()
+    return (not stripped or stripped[0].isspace() or stripped.startswith(_TABLE_HEADINGS)
+            or _ENTRY.match(stripped) is not None or stripped.endswith(" FAILED")
+            or (len(stripped) >= 20 and stripped.strip("=-") == ""))
+
 
 ARM_WINDOW = 50  # lines between "ChildFailedError" and the table's opening rule
 
@@ -242,7 +256,7 @@ class LauncherParser:
         if _TABLE_RULE.match(text) and self._armed:
             self._in_table, self._armed, self._root_section = True, False, False
             return True, None
-        if "Root Cause (first observed failure)" in text:
+        if text.strip() == _ROOT_CAUSE:  # the launcher's own line, not a message that quotes it
             self._in_table, self._root_section = True, True
             return True, None
         self._agent_line(text, line, source)
@@ -326,6 +340,10 @@ class LauncherParser:
             self.report.nproc.setdefault(key, int(nproc["n"]))
 
     def _table_line(self, text: str, line: int, source: str) -> tuple[bool, int | None]:
+        if not _is_table_line(text):
+            # The table is printed in one piece: a line of another shape means it ended (or never was one).
+            self._in_table, self._entry, self._root_section = False, None, False
+            return self.feed(text, line, source)
         if _TABLE_RULE.match(text):
             # The table opens and closes with a rule of '='; the rule inside after the title is '-'.
             if self._entry is not None or self._root_section:

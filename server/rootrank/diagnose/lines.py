@@ -13,7 +13,7 @@ from rootrank.diagnose.formats.inline import rank_in_message
 from rootrank.diagnose.formats.paths import ranks_from_path
 from rootrank.diagnose.formats.prefixes import Dialect, peel
 from rootrank.diagnose.formats.timestamps import find_time
-from rootrank.diagnose.launcher import LauncherParser, agent_of
+from rootrank.diagnose.launcher import ARMING_SIGNS, LauncherParser, agent_of
 from rootrank.diagnose.memo import TextMemo
 from rootrank.diagnose.normalize import iter_logical_numbered
 from rootrank.diagnose.tracebacks import TracebackGrouper
@@ -76,10 +76,14 @@ class LineScanner:
         self._last_number = 0
         self._text_facts = TextMemo(_facts)
         self.adoption = RankAdoption()
+        self._sampling = False  # lines are being read ahead to learn the dialect, before anything sees them
 
     @property
     def wants_every_line(self) -> bool:
-        return (self.launcher.wants_every_line or self.tracebacks.inside_traceback
+        # While lines are read ahead, the launcher parser has not seen them and cannot ask for the lines of
+        # a table that starts among them: once a line that arms it is read ahead, every line is taken, so that the result does not depend on how
+        # much output came before the table.
+        return (self._sampling or self.launcher.wants_every_line or self.tracebacks.inside_traceback
                 or self._last_number < self.follow_until)
 
     def scan(self, source: str, lines: Iterable[tuple[int, str]], path_hint: str | None = None) -> Iterator[LogLine]:
@@ -89,11 +93,16 @@ class LineScanner:
         dialect_probe = Dialect()
         buffered: list[tuple[int, str]] = []
         self.probing = True
-        for item in logical:
-            buffered.append(item)
-            dialect_probe.observe(item[1])
-            if len(buffered) >= Dialect.SAMPLE:
-                break
+        try:
+            for item in logical:
+                buffered.append(item)
+                dialect_probe.observe(item[1])
+                if not self._sampling and any(sign in item[1] for sign in ARMING_SIGNS):
+                    self._sampling = True  # the launcher will arm on this line: its table follows
+                if len(buffered) >= Dialect.SAMPLE:
+                    break
+        finally:
+            self._sampling = False
         dialect = dialect_probe.decide()
         self.probing = False
 

@@ -15,6 +15,8 @@ unavailable, or the file is small, everything stays in one process.
 from __future__ import annotations
 
 import os
+import signal
+import sys
 import threading
 from array import array
 from collections.abc import Iterator
@@ -39,6 +41,7 @@ _FIELDS = 4  # per segment, in shared memory: records offset, records, newlines,
 # Set before forking; read by the worker.
 _PREFILTER: Prefilter | None = None
 _SHARED: SharedClaims | None = None
+_PARENT: int | None = None  # the diagnosing process, which the worker must not outlive
 
 
 
@@ -125,11 +128,31 @@ def _segment_starts(path: str, size: int, already_read: int) -> list[int]:
     return starts
 
 
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this worker when `parent` goes away (Linux), and leave at once if it already has.
+    A worker that outlived a killed diagnosis would hold the log and its unlinked temporary file forever."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass  # no prctl: the getppid checks between segments still end it
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def _work(path: str, out_fd: int) -> None:
-    """The worker: claim segments from the back until the processes meet."""
+    """The worker: claim segments from the back until the processes meet (or the parent is gone)."""
     assert _SHARED is not None
+    parent = _PARENT
+    if parent is not None:
+        _die_with(parent)
     written = 0
     while (segment := _SHARED.claim_back()) is not None:
+        if parent is not None and os.getppid() != parent:
+            os._exit(1)
         start, end = _SHARED.starts[segment], _SHARED.starts[segment + 1]
         records, newlines, ends_with_newline = _scan_segment(path, start, end, out_fd)
         _SHARED.record(segment, written, records, newlines, ends_with_newline)
@@ -170,13 +193,13 @@ class SplitScan:
         import tempfile
         from concurrent.futures import ProcessPoolExecutor
 
-        global _PREFILTER, _SHARED
+        global _PREFILTER, _SHARED, _PARENT
         self.size = size
         self.claims = SharedClaims(_segment_starts(path, size, already_read))
         self.boundary = size  # where the worker's segments begin; known once both have stopped
         # Closed by close(): the file outlives this call, being written by the worker and read later.
         self._records = tempfile.TemporaryFile(prefix="rootrank-candidates-")  # noqa: SIM115
-        _PREFILTER, _SHARED = prefilter, self.claims
+        _PREFILTER, _SHARED, _PARENT = prefilter, self.claims, os.getpid()
         context = multiprocessing.get_context("fork")
         self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
         self._future: Future[None] = self._pool.submit(_work, path, self._records.fileno())

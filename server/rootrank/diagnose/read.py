@@ -1,6 +1,9 @@
 """Which inputs to read (files as given, directories of per-rank logs, or stdin), and reading them in
 chunks of whole lines (a log of any size is never held in memory).
 
+Compressed logs (gzip, bzip2, xz: what the standard library reads) are decompressed as they are read;
+zstd, which it cannot read, is refused with the command that decompresses it.
+
 Unreadable input raises `InputError` with a one-line message for the front end to print.
 """
 
@@ -12,7 +15,7 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol, cast
 
 MAX_FILES = 100_000
 
@@ -53,9 +56,52 @@ def expand_paths(paths: list[str]) -> list[Source]:
     return sources
 
 
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst")
+
+
 def _looks_like_log(path: Path) -> bool:
     name = path.name.lower()
+    for suffix in COMPRESSED_SUFFIXES:
+        name = name.removesuffix(suffix)
     return name.endswith((".log", ".txt", ".out", ".err")) or name in ("stderr", "stdout")
+
+
+# (magic bytes, format); gzip, bzip2 and xz are read by the standard library
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
+MAGIC_BYTES = 6
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression format `head` (a stream's first bytes) starts with, or None."""
+    return next((what for magic, what in _MAGIC if head.startswith(magic)), None)
+
+
+def decompressing(name: str, handle: BinaryIO, head: bytes) -> BinaryIO | None:
+    """A reader of the decompressed bytes when `head` says the stream is compressed; None for plain
+    text. Raises InputError for a format the standard library cannot read."""
+    what = compression_of(head)
+    if what == "gzip":
+        import gzip
+
+        return cast(BinaryIO, gzip.GzipFile(fileobj=handle, mode="rb"))
+    if what == "bzip2":
+        import bz2
+
+        return cast(BinaryIO, bz2.BZ2File(handle, "rb"))
+    if what == "xz":
+        import lzma
+
+        return cast(BinaryIO, lzma.LZMAFile(handle, "rb"))
+    if what is not None:
+        shown = "-" if name == "-" else name
+        raise InputError(f"{name}: {what}-compressed, which Python cannot read; decompress it first "
+                         f"(zstd -dc {shown} | rootrank diagnose -)")
+    return None
+
+
+# A compressed stream that is cut short or corrupt raises these while it is read.
+DECOMPRESSION_ERRORS: tuple[type[Exception], ...] = (EOFError, OSError, ValueError)
 
 
 class ReadsInto(Protocol):

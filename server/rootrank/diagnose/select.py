@@ -88,7 +88,8 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
         on_progress(cut)
     # With a worker, the census of the end reads the file's last bytes; without, the last chunk's.
     tail = _Tail() if split is None else None
-    line_no, offset = yield from _select_chunks(pieces, prefilter, line_no, cut, dense, on_progress, tail)
+    line_no, offset = yield from _select_chunks(pieces, prefilter, line_no, cut, dense, on_progress, tail,
+                                                not buf.endswith(b"\n", 0, cut))
     if split is None:
         assert tail is not None
         tail.sweep(census)
@@ -107,12 +108,16 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
 
 def _select_chunks(pieces: Iterator[tuple[bytearray, int]], prefilter: Prefilter, line_no: int, offset: int,
                    dense: Callable[[], bool], on_progress: Callable[[int], None] | None, tail: _Tail | None,
-                   ) -> Generator[tuple[int, str], None, tuple[int, int]]:
-    """The selected lines of the chunks read here; returns (lines counted, bytes read) so far."""
+                   open_line: bool = False) -> Generator[tuple[int, str], None, tuple[int, int]]:
+    """The selected lines of the chunks read here; returns (lines counted, bytes read) so far.
+    `open_line`: the chunk before ended inside a line (one longer than MAX_LINE_BYTES)."""
     for buf, cut in pieces:
         if tail is not None:
             tail.keep(buf, cut)
+        if open_line:
+            line_no -= 1  # this chunk goes on with that line, which is already counted: one physical line
         line_no = yield from _select_in(buf, cut, line_no, prefilter.candidates(buf, 0, cut), dense)
+        open_line = not buf.endswith(b"\n", 0, cut)
         offset += cut
         if on_progress is not None:
             on_progress(offset)

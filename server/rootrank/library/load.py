@@ -114,7 +114,7 @@ class LibraryCache:
     than the rest of a small diagnosis). Keyed by path, size and modification time; an entry is only
     stored after it passed every check. ROOTRANK_NO_CACHE=1 turns it off."""
 
-    VERSION = 3  # bump whenever validation changes: cached entries skip the checks they passed
+    VERSION = 4  # bump whenever validation changes: cached entries skip the checks they passed
 
     def __init__(self, root: Path) -> None:
         import hashlib

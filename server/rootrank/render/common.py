@@ -1,10 +1,28 @@
-"""Pieces every human-facing rendering shares: grouped collateral, "also seen", rank lists."""
+"""Pieces every human-facing rendering shares: grouped collateral, "also seen", rank lists, and text made
+safe for a terminal."""
 
 from __future__ import annotations
 
+import re
+
 from rootrank.model import Confidence, Diagnosis, FindingSummary, ranks_text
 
-__all__ = ["also_seen", "collateral_groups", "confidence_text", "count_text", "ranks_text", "where"]
+__all__ = ["also_seen", "collateral_groups", "confidence_text", "count_text", "ranks_text", "terminal_safe", "where"]
+
+# What a terminal would act on instead of showing: C0 controls but tab and newline, ESC and DEL, the C1
+# controls (U+009B is a CSI, U+009D an OSC on their own), and the bidirectional overrides and isolates
+# that make text read differently from what it is.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every control character a terminal would interpret written out as an escape (`\\x1b`)."""
+    return _UNSAFE.sub(_escaped, text)
+
+
+def _escaped(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def collateral_groups(d: Diagnosis) -> list[tuple[str, str, list[int]]]:

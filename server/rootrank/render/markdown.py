@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rootrank.mdsafe import fence_for
 from rootrank.model import Diagnosis
 from rootrank.redact import redact
 from rootrank.render.common import (
@@ -27,11 +28,11 @@ def render_markdown(d: Diagnosis, raw: bool = False) -> str:
         out.append(f"`{root.rule}` · severity **{root.severity.value}** · decided by: {root.decided_by}")
         if root.evidence:
             out.append("### Evidence")
-            out.append("```text")
-            for e in root.evidence:
-                src = f"{e.source}:" if e.source not in ("-", "") else "line "
-                out.append(f"{src}{e.line}: {clean(e.text)}")
-            out.append("```")
+            # Log lines are shown as text, never read as Markdown: the fence outlasts any backticks in them.
+            shown = [f"{e.source}:{e.line}: " if e.source not in ("-", "") else f"line {e.line}: " for e in root.evidence]
+            shown = [head + clean(e.text) for head, e in zip(shown, root.evidence, strict=True)]
+            fence = fence_for(shown)
+            out.extend([f"{fence}text", *shown, fence])
         out.append("### Why this rank")
         out.append(clean(root.why) or "—")
         if root.confidence is not None:

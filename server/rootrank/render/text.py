@@ -14,6 +14,7 @@ from rootrank.render.common import (
     confidence_text,
     count_text,
     ranks_text,
+    terminal_safe,
     where,
 )
 
@@ -35,6 +36,7 @@ def render_text(d: Diagnosis, color: bool = False, raw: bool = False, width: int
     lines: list[str] = []
 
     def block(label: str, text: str, code: str = "1", reflow: bool = True) -> None:
+        text = terminal_safe(text)  # log lines and file names must not drive the terminal
         body_width = max(width - LABEL_WIDTH, 40)
         first = True
         label = label if len(label) < LABEL_WIDTH else label[: LABEL_WIDTH - 2] + ".."
