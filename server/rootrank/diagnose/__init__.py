@@ -117,13 +117,16 @@ def diagnose_text(text: str, source: str = "-", library: Library | None = None) 
 
 
 def diagnose_paths(paths: list[str], library: Library | None = None,
-                   on_progress: Callable[[int, int], None] | None = None) -> Diagnosis:
+                   on_progress: Callable[[int, int], None] | None = None,
+                   pipeline: Pipeline | None = None) -> Diagnosis:
     """Diagnose files (several per-rank files of one run count as one run) or "-" for stdin.
 
     `on_progress(done_bytes, total_bytes)` is called as big inputs are read (total 0 when unknown).
+    A caller that wants more than the Diagnosis (the fleet scan: every rank's host) passes its own
+    `pipeline`, fresh, and reads it afterwards.
     """
     sources: list[Source] = expand_paths(paths or ["-"])
-    pipeline = Pipeline(library)
+    pipeline = pipeline or Pipeline(library)
     sizes = [_size(s) for s in sources]
     total = sum(s or 0 for s in sizes)
     done = 0
