@@ -58,8 +58,10 @@ def summarize(run: Run, diagnosis: Diagnosis, hosts: dict[int, str], library: Li
         if entry is None or entry.category not in HARDWARE_CATEGORIES:
             continue
         ranks = set(finding.ranks) | ({finding.rank} if finding.rank is not None else set())
-        hardware.append(HostFinding(finding.rule, tuple(sorted({hosts[r] for r in ranks if r in hosts})),
-                                    finding.count))
+        named = {hosts[r] for r in ranks if r in hosts}
+        if root is not None and root.rule == finding.rule and root.host:
+            named.add(root.host)  # the root cause's line may name its host without its rank
+        hardware.append(HostFinding(finding.rule, tuple(sorted(named)), finding.count))
     base = RunResult(run.name, run.path, CLEAN, files=len(run.files), bytes=run.size,
                      hosts=tuple(sorted(set(hosts.values()))), hardware=tuple(hardware))
     if root is None:
