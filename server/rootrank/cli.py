@@ -39,6 +39,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     diagnose.add_argument("--raw", action="store_true", help="do not redact tokens and passwords in the output")
     diagnose.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     diagnose.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    diagnose.add_argument("--ray", metavar="ADDRESS", help="search big files on a Ray cluster: its address, or "
+                                                           "auto (needs rootrank[ray])")
     diagnose.set_defaults(run=_run_diagnose)
 
     scan = sub.add_parser("scan", help="scan a fleet of runs (a folder per job, or a log file each)")
@@ -82,9 +84,17 @@ def _run_diagnose(args: argparse.Namespace) -> int:
               file=sys.stderr)
     progress = _ProgressBar() if not args.no_progress and sys.stderr.isatty() else None
     try:
-        diagnosis = diagnose_paths(paths, on_progress=progress)
+        if args.ray is not None:
+            from rootrank.fleet.splitray import diagnose_on_ray
+
+            diagnosis, _tasks = diagnose_on_ray(paths, args.ray, on_progress=progress)
+        else:
+            diagnosis = diagnose_paths(paths, on_progress=progress)
     except InputError as exc:
         print(f"rootrank: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except ImportError as exc:
+        print(f"rootrank: --ray needs Ray: pip install 'rootrank[ray]' ({exc})", file=sys.stderr)
         return EXIT_ERROR
     finally:
         if progress is not None:

@@ -13,7 +13,7 @@ import io
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from rootrank.diagnose.collect import EventCollector
 from rootrank.diagnose.formats.prefixes import RankCensus
@@ -23,11 +23,17 @@ from rootrank.diagnose.parallel import SplitScan, can_split
 from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
 from rootrank.diagnose.read import InputError, Source, expand_paths
 from rootrank.diagnose.report import build_diagnosis
-from rootrank.diagnose.select import select_lines
+from rootrank.diagnose.select import Split, select_lines
 from rootrank.library import Library, load_library
 from rootrank.model import Diagnosis
 
-__all__ = ["InputError", "Pipeline", "diagnose_paths", "diagnose_text"]
+__all__ = ["ClosableSplit", "InputError", "Pipeline", "diagnose_paths", "diagnose_text"]
+
+
+class ClosableSplit(Split, Protocol):
+    """A Split (select.py) that holds resources until the stream is done."""
+
+    def close(self) -> None: ...
 
 FOLLOW_LINES = 8  # how far after its first line a multi-line message's continuation lines are looked for
 
@@ -44,6 +50,9 @@ class Pipeline:
         self.physical_lines = 0  # every line of every source, read or skipped
         self._prefilter: Prefilter | None = None
         self._continued = frozenset(p.entry_id for p in self.library.patterns if p.follows)
+        # Set by a caller that spreads a big file's candidate search elsewhere: (path, size, prefilter,
+        # bytes read) -> a Split for the rest of the file, or None to read it all here.
+        self.splitter: Callable[[str, int, Prefilter, int], ClosableSplit | None] | None = None
         self.collector.ignored_blocks = self.scanner.tracebacks.ignored
 
     def prefilter(self, sample: bytes) -> Prefilter:
@@ -63,9 +72,15 @@ class Pipeline:
                     size: int | None = None) -> None:
         """Feed a byte stream; only the lines that can matter reach the per-line pipeline (select.py).
         A big file (`path`, `size`) also gets a second process to find candidate lines (parallel.py)."""
-        splits: list[SplitScan] = []
+        splits: list[SplitScan | ClosableSplit] = []
 
-        def split_for(prefilter: Prefilter, already_read: int) -> SplitScan | None:
+        def split_for(prefilter: Prefilter, already_read: int) -> Split | None:
+            if path is not None and size is not None and self.splitter is not None:
+                # Another engine finds the rest's candidates (the fleet's Ray tasks, fleet/onray.py).
+                other = self.splitter(path, size, prefilter, already_read)
+                if other is not None:
+                    splits.append(other)
+                return other
             if path is None or size is None or not can_split(size) or already_read >= size // 2:
                 return None
             splits.append(SplitScan(path, size, prefilter, already_read))
