@@ -14,7 +14,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from rootrank.lint import check_source
+from rootrank.check import check_source
 
 HEADER = '''"""Generated training file for the rootrank check benchmark."""
 import functools
@@ -118,8 +118,8 @@ def median_ms(function: object, repeat: int, clock: Callable[[], float] = time.p
 
 
 def clear_caches() -> None:
-    from rootrank.lint import source as source_module
-    from rootrank.lint import walker
+    from rootrank.check import source as source_module
+    from rootrank.check import walker
 
     walker._chunk_facts.cache_clear()
     source_module.keyword_lines.cache_clear()

@@ -4,7 +4,7 @@
 * keystroke -> diagnostics: on generated 2k- and 10k-line training files, a one-character
   `didChange` (incremental, as editors send it) -> the `publishDiagnostics` for that version, after a
   pause longer than the debounce (the first edit after a pause is checked at once);
-* the same for a 10k-line training log (a diagnosis instead of lint; informational, no target).
+* the same for a 10k-line training log (a diagnosis instead of a check; informational, no target).
 
 Targets: cold start < 450 ms, diagnostics < 50 ms for 10k lines. Timings are reported, never asserted.
 

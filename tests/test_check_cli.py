@@ -1,4 +1,4 @@
-"""`rootrank check` through `rootrank.lint.cli` in-process: exit codes, formats, --fix, discovery."""
+"""`rootrank check` through `rootrank.check.cli` in-process: exit codes, formats, --fix, discovery."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rootrank.lint import cli
+from rootrank.check import cli
 
 BAD = "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n"
 COMPILED = ("import torch\nfrom torch.utils.checkpoint import checkpoint\n"
@@ -27,7 +27,7 @@ def test_text_output_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert run(str(tmp_path / "clean.py")) == cli.EXIT_OK
     assert run(str(tmp_path)) == cli.EXIT_FOUND
     out = capsys.readouterr().out
-    assert out.startswith(f"{tmp_path / 'train.py'}:2:5: checkpoint.use-reentrant-explicit ")
+    assert out.startswith(f"{tmp_path / 'train.py'}:2:5: checkpoint.use-reentrant-explicit [*] ")
 
 
 def test_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -38,9 +38,57 @@ def test_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     (finding,) = data["findings"]
     assert set(finding) >= {"rule", "severity", "path", "line", "column", "end_line", "end_column", "message", "fix"}
     assert finding["severity"] in ("error", "warning", "info")
-    assert finding["fix"]["applicability"] == "unsafe"
+    # One fix model: `fix` is the preferred fix (the first safe one: what --fix applies), `fixes` all of
+    # them with their applicability, preferred first.
+    assert finding["fix"]["applicability"] == "safe"
+    assert finding["fix"]["edits"][0]["text"] == ", use_reentrant=True"
     assert set(finding["fix"]["edits"][0]) == {"line", "column", "end_line", "end_column", "text"}
-    assert finding["alternative_fixes"][0]["applicability"] == "safe"
+    assert [f["applicability"] for f in finding["fixes"]] == ["safe", "unsafe"]
+    assert finding["fixes"][0] == finding["fix"]
+    assert finding["alternative_fixes"][0]["applicability"] == "unsafe"
+
+
+FROZEN_INPUTS = """\
+import torch
+from torch.utils.checkpoint import checkpoint
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 4)
+        self.embed.weight.requires_grad_(False)
+        self.block = torch.nn.Linear(4, 4)
+
+    def forward(self, ids):
+        h = self.embed(ids)
+        return checkpoint(self.block, h)
+"""
+
+
+def test_a_fix_that_keeps_the_defect_is_never_offered(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Reentrant checkpoint with frozen inputs: `use_reentrant=True` would "keep today's behaviour", which
+    is the bug (the block gets no gradient). The only fix left at that site is the one removing the error,
+    and text, JSON and --fix agree on it."""
+    path = tmp_path / "train.py"
+    path.write_text(FROZEN_INPUTS)
+    run("--format", "json", str(path))
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    by_rule = {f["rule"]: f for f in findings}
+    assert by_rule["checkpoint.reentrant-no-grad-inputs"]["severity"] == "error"
+    texts = [e["text"] for f in findings for fix in f["fixes"] for e in fix["edits"]]
+    assert ", use_reentrant=True" not in texts
+    assert by_rule["checkpoint.use-reentrant-explicit"]["fix"]["applicability"] == "unsafe"
+    run(str(path))
+    assert "[unsafe fix]" in capsys.readouterr().out
+    assert run("--fix", str(path)) == cli.EXIT_FOUND
+    assert path.read_text() == FROZEN_INPUTS  # no safe fix: nothing written
+    run("--fix", "--unsafe-fixes", str(path))
+    capsys.readouterr()
+    fixed = path.read_text()
+    assert "checkpoint(self.block, h, use_reentrant=False)" in fixed
+    run("--format", "json", str(path))
+    assert not [f for f in json.loads(capsys.readouterr().out)["findings"] if f["severity"] == "error"]
 
 
 def test_sarif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

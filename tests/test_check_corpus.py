@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rootrank.lint import check_source
+from rootrank.check import check_source
 from rootrank.model import Severity
 
 CORPUS = Path(os.environ.get("ROOTRANK_CORPUS", "/work/shared/corpus"))

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rootrank.lint import SYNTAX_ERROR, CheckOptions, check_source
-from rootrank.lint.fixes import apply_fixes
-from rootrank.lint.registry import RULES, DuplicateRuleError, Rule, Violation, rule
+from rootrank.check import SYNTAX_ERROR, CheckOptions, check_source
+from rootrank.check.fixes import apply_fixes
+from rootrank.check.registry import RULES, DuplicateRuleError, Rule, Violation, rule
 from rootrank.model import Applicability, Severity
 
 MISSING = "from torch.utils.checkpoint import checkpoint\ny = checkpoint(f, x)\n"
@@ -93,10 +93,12 @@ def test_positions_are_characters_not_bytes() -> None:
     assert fixed.splitlines()[1].endswith("checkpoint(f, x, use_reentrant=True)")
 
 
-def test_preferred_fix_is_recommended_and_fix_all_falls_back_to_safe() -> None:
+def test_the_preferred_fix_is_the_safe_one_and_the_recommendation_follows() -> None:
     (finding,) = check_source(MISSING, "a.py")
-    assert finding.fix is not None and finding.fix.applicability is Applicability.UNSAFE
-    assert "use_reentrant=False" in finding.fix.edits[0].text
+    assert finding.fix is not None and finding.fix.applicability is Applicability.SAFE
+    assert "use_reentrant=True" in finding.fix.edits[0].text
+    assert [f.applicability for f in finding.ordered_fixes] == [Applicability.SAFE, Applicability.UNSAFE]
+    assert "use_reentrant=False" in finding.fixes[0].edits[0].text  # the rule's recommendation, listed first
     assert apply_fixes(MISSING, [finding]).endswith("checkpoint(f, x, use_reentrant=True)\n")
     assert apply_fixes(MISSING, [finding], unsafe=True).endswith("checkpoint(f, x, use_reentrant=False)\n")
 
@@ -125,7 +127,7 @@ def test_parameter_defaults_are_followed() -> None:
 
 
 def _whole_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rootrank.lint import walker
+    from rootrank.check import walker
 
     monkeypatch.setattr(walker, "split_chunks", lambda source: [(1, source)])
 
@@ -152,7 +154,7 @@ def test_syntax_error_in_one_chunk_is_reported_at_its_line() -> None:
 
 
 def test_a_keystroke_reuses_the_other_chunks() -> None:
-    from rootrank.lint import walker
+    from rootrank.check import walker
 
     body = "".join(f"\n\ndef f{i}(x):\n    return checkpoint(g, x, use_reentrant=False)\n" for i in range(50))
     source = "from torch.utils.checkpoint import checkpoint\n" + body
@@ -168,8 +170,8 @@ def test_a_keystroke_reuses_the_other_chunks() -> None:
                                         if ".fixed" not in p.suffixes), ids=lambda p: p.name)
 def test_skipping_uninteresting_statements_changes_nothing(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The keyword pre-filter only saves time: walking every statement finds the same things."""
-    from rootrank.lint import walker
-    from rootrank.lint.source import Interest
+    from rootrank.check import walker
+    from rootrank.check.source import Interest
 
     source = case.read_text(encoding="utf-8")
     filtered = check_source(source, case.name)

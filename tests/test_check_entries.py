@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from rootrank.check import check_source
+from rootrank.check.registry import RULES
 from rootrank.library import Entry, load_library
-from rootrank.lint import check_source
-from rootrank.lint.registry import RULES
 
 PRELUDE = """\
 import functools

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rootrank.lint import check_source
-from rootrank.lint.configs import DEFAULT_SEVERITY
-from rootrank.lint.fixes import apply_fixes
-from rootrank.lint.registry import RULES
-from rootrank.lint.source import Locator
+from rootrank.check import check_source
+from rootrank.check.configs import DEFAULT_SEVERITY
+from rootrank.check.fixes import apply_fixes
+from rootrank.check.registry import RULES
+from rootrank.check.source import Locator
 from rootrank.model import Applicability, Finding, Fix
 
 ROOT = Path(__file__).parent / "check"

@@ -8,8 +8,8 @@ import ast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootrank.lint import check_source
-from rootrank.lint.fixes import apply_fixes
+from rootrank.check import check_source
+from rootrank.check.fixes import apply_fixes
 
 RULE = "checkpoint.use-reentrant-explicit"
 SPELLINGS = [
@@ -44,7 +44,11 @@ def calls(draw: st.DrawFn) -> tuple[str, bool]:
         body = "\n" + "".join(f"    {a},{note}" if (i < len(arguments) - 1 or trailing) else f"    {a}{note}"
                               for i, a in enumerate(arguments))
     source = f"{imports}\n\n\ndef forward(x):\n    y = {name}({body})\n    return y\n"
-    return source, explicit is None
+    # checkpoint_sequential(functions, segments, input, use_reentrant): a fourth positional argument *is*
+    # use_reentrant, and a `*args` among the first four may be.
+    positional = [a for a in arguments if "=" not in a]
+    bound = "checkpoint_sequential" in imports and (len(positional) >= 4 or any(a.startswith("*") for a in positional[:4]))
+    return source, explicit is None and not bound
 
 
 @settings(max_examples=300, deadline=None)

@@ -94,3 +94,23 @@ def test_usage_error_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["diagnose", "--format", "yaml", "x"])
     assert exc.value.code == 2
+
+
+def test_explain_file_line_prints_what_the_checkpoint_call_does(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nfrom torch.utils.checkpoint import checkpoint\n\n"
+                      "def forward(blocks, x):\n    for block in blocks:\n        x = checkpoint(block, x)\n"
+                      "    return x\n", encoding="utf-8")
+    run = [sys.executable, "-m", "rootrank.cli", "explain"]
+    found = subprocess.run([*run, f"{script}:6"], capture_output=True, text=True, check=False)
+    assert found.returncode == 0, found.stderr
+    assert "`torch.utils.checkpoint.checkpoint`" in found.stdout
+    assert "**Reentrant**: `use_reentrant` not passed" in found.stdout
+    assert "once per iteration of `for block in blocks`" in found.stdout
+    nothing = subprocess.run([*run, f"{script}:1"], capture_output=True, text=True, check=False)
+    assert nothing.returncode == 2 and "no checkpoint, compile, DDP or FSDP call" in nothing.stderr
+    missing = subprocess.run([*run, f"{tmp_path}/absent.py:3"], capture_output=True, text=True, check=False)
+    assert missing.returncode == 2 and "cannot read" in missing.stderr and "Traceback" not in missing.stderr

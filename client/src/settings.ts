@@ -23,7 +23,7 @@ export interface ServerSettings {
   select: string[];
   ignore: string[];
   severity: Record<string, string>;
-  lintOn: 'change' | 'save';
+  checkOn: 'change' | 'save';
   logPatterns: string[];
   python?: string;
 }
@@ -62,12 +62,13 @@ export function toServerSettings(cfg: ConfigReader, workspacePython?: string): S
       if (typeof level === 'string') severity[rule] = level;
     }
   }
-  const lintOn = cfg.get('lintOn') === 'save' ? 'save' : 'change';
+  // `lintOn` is the setting's name before 0.2; either one set to 'save' is honoured.
+  const checkOn = cfg.get('checkOn') === 'save' || cfg.get('lintOn') === 'save' ? 'save' : 'change';
   const settings: ServerSettings = {
     select: strings(cfg.get('select')),
     ignore: strings(cfg.get('ignore')),
     severity,
-    lintOn,
+    checkOn,
     logPatterns: readClientSettings(cfg).logFilePatterns,
   };
   if (workspacePython) settings.python = workspacePython;

@@ -8,22 +8,27 @@ const reader = (values: Record<string, unknown>): ConfigReader => ({ get: (k: st
 test('maps VS Code names to the server settings record', () => {
   const s = toServerSettings(reader({
     select: ['checkpoint.'], ignore: ['checkpoint.overhead'], severityOverrides: { 'checkpoint.': 'error', bad: 3 },
-    lintOn: 'save', logFilePatterns: ['*.txt'], interpreter: ['/x/python'], importStrategy: 'fromEnvironment',
+    checkOn: 'save', logFilePatterns: ['*.txt'], interpreter: ['/x/python'], importStrategy: 'fromEnvironment',
   }), '/venv/bin/python');
   assert.deepEqual(s, {
     select: ['checkpoint.'], ignore: ['checkpoint.overhead'], severity: { 'checkpoint.': 'error' },
-    lintOn: 'save', logPatterns: ['*.txt'], python: '/venv/bin/python',
+    checkOn: 'save', logPatterns: ['*.txt'], python: '/venv/bin/python',
   });
   assert.deepEqual(serverPayload(s).settings.rootrank, s);
 });
 
 test('defaults and bad values', () => {
-  const s = toServerSettings(reader({ select: 'checkpoint.', lintOn: 'sometimes', severityOverrides: [] }));
+  const s = toServerSettings(reader({ select: 'checkpoint.', checkOn: 'sometimes', severityOverrides: [] }));
   assert.deepEqual(s.select, ['checkpoint.']);
-  assert.equal(s.lintOn, 'change');
+  assert.equal(s.checkOn, 'change');
   assert.deepEqual(s.severity, {});
   assert.ok(s.logPatterns.includes('slurm-*.out'));
   assert.equal('python' in s, false);
+});
+
+test('lintOn, the setting\'s name before 0.2, still works', () => {
+  assert.equal(toServerSettings(reader({ lintOn: 'save' })).checkOn, 'save');
+  assert.equal(toServerSettings(reader({ lintOn: 'change', checkOn: 'save' })).checkOn, 'save');
 });
 
 test('client-only settings', () => {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 
@@ -57,13 +58,17 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="check training code and configs for checkpointing mistakes")
     if "check" in argv:
-        from rootrank.lint import cli as lint_cli
+        from rootrank.check import cli as check_cli
 
-        lint_cli.add_arguments(check)
-        check.set_defaults(run=lint_cli.run)
+        check_cli.add_arguments(check)
+        check.set_defaults(run=check_cli.run)
 
-    explain = sub.add_parser("explain", help="show a failure entry's documentation")
-    explain.add_argument("rule", metavar="ID", help="entry id, e.g. memory.cuda-oom")
+    explain = sub.add_parser("explain", help="show a failure entry's documentation, or what the checkpoint "
+                                             "call at FILE:LINE does")
+    explain.add_argument("rule", metavar="ID|FILE:LINE", help="entry id, e.g. memory.cuda-oom, or train.py:42")
+    explain.add_argument("--python", default="", metavar="PATH",
+                         help="with FILE:LINE: the interpreter whose library versions to describe "
+                              "(default: the active virtual environment, else a .venv above the file)")
     explain.set_defaults(run=_run_explain)
 
     rules = sub.add_parser("rules", help="list every failure entry")
@@ -221,6 +226,8 @@ def _run_explain(args: argparse.Namespace) -> int:
     from rootrank.library import load_library
 
     text = explain(args.rule)
+    if text is None and _FILE_LINE.match(args.rule):
+        return _explain_call_at(args.rule, args.python)
     if text is None:
         ids = sorted(load_library().entries)
         close = [i for i in ids if args.rule in i or i.split(".")[-1] in args.rule]
@@ -228,6 +235,40 @@ def _run_explain(args: argparse.Namespace) -> int:
         print(f"rootrank: no entry {args.rule!r}{hint}", file=sys.stderr)
         return EXIT_ERROR
     _write(text)
+    return EXIT_OK
+
+
+_FILE_LINE = re.compile(r"^(?P<path>.+):(?P<line>\d+)(?::\d+)?$")
+
+
+def _explain_call_at(where: str, python: str) -> int:
+    """`rootrank explain train.py:42`: what each checkpoint-related call on that line does, with the
+    library versions of the environment the file runs in (the editor's hover, in a terminal)."""
+    from pathlib import Path
+
+    from rootrank.check.calls import read_file
+    from rootrank.check.explain_call import explain_call, explanation_markdown
+    from rootrank.environment import find_environment
+
+    match = _FILE_LINE.match(where)
+    assert match is not None
+    path, line = Path(match.group("path")), int(match.group("line"))
+    try:
+        source = path.read_bytes().decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"rootrank: cannot read {path}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+        return EXIT_ERROR
+    facts = read_file(source)
+    if facts is None:
+        print(f"rootrank: {path} is not valid Python (it does not parse)", file=sys.stderr)
+        return EXIT_ERROR
+    calls = sorted((c for c in facts.calls if c.line <= line <= c.end_line), key=lambda c: (c.line, c.column))
+    if not calls:
+        print(f"rootrank: no checkpoint, compile, DDP or FSDP call on {path}:{line}", file=sys.stderr)
+        return EXIT_ERROR
+    roots = tuple(str(p) for p in [path.resolve().parent, *path.resolve().parent.parents][:12])
+    env = find_environment(python, roots)
+    _write("\n\n---\n\n".join(explanation_markdown(explain_call(c, facts, env)) for c in calls) + "\n")
     return EXIT_OK
 
 

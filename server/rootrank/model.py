@@ -177,6 +177,9 @@ class Fix:
     title: str
     applicability: Applicability
     edits: tuple[Edit, ...]
+    # The behaviour this fix keeps as it is (e.g. "reentrant" for `use_reentrant=True`): it is not offered
+    # at a site where an error finding is caused by that very behaviour (see check/fixes.judge_fixes).
+    keeps: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,11 +194,23 @@ class Finding:
     end_line: int
     end_column: int
     message: str
-    fixes: tuple[Fix, ...] = ()  # the preferred fix first
+    fixes: tuple[Fix, ...] = ()  # in the rule's order of recommendation; `fix` is the preferred one
 
     @property
     def fix(self) -> Fix | None:
-        return self.fixes[0] if self.fixes else None
+        """The preferred fix, the one every output names first: the first SAFE fix, else the first
+        UNSAFE one (never a DISPLAY_ONLY one). See check/fixes.py."""
+        for applicability in (Applicability.SAFE, Applicability.UNSAFE):
+            found = next((f for f in self.fixes if f.applicability is applicability and f.edits), None)
+            if found is not None:
+                return found
+        return None
+
+    @property
+    def ordered_fixes(self) -> tuple[Fix, ...]:
+        """The fixes with the preferred one first, the others in the rule's order."""
+        first = self.fix
+        return self.fixes if first is None else (first, *(f for f in self.fixes if f is not first))
 
 
 def ranks_text(ranks: Iterable[int]) -> str:

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 if os.environ.get("ROOTRANK_TEST_CRASH_RULE"):
-    from rootrank.lint.registry import rule
+    from rootrank.check.registry import rule
 
     @rule("checkpoint.test-always-raises")
     def always_raises(semantic: object) -> list[object]:
@@ -24,16 +24,16 @@ if os.environ.get("ROOTRANK_TEST_CRASH_RULE"):
 
 
 if os.environ.get("ROOTRANK_TEST_ENGINE_CRASH"):
-    import rootrank.lint
+    import rootrank.check
 
-    _original_check = rootrank.lint.check_source
+    _original_check = rootrank.check.check_source
 
     def _check_source(source: str, path: str, options: Any = None) -> list:
         if options is None or len(options.select) != 1:
             raise RuntimeError("boom: the whole check run")
         return _original_check(source, path, options)
 
-    rootrank.lint.check_source = _check_source  # type: ignore[assignment]
+    rootrank.check.check_source = _check_source  # type: ignore[assignment]
 
 
 if os.environ.get("ROOTRANK_TEST_SLOW_LOGS"):

@@ -218,10 +218,10 @@ async def test_training_config_json_has_no_noqa(vscode: LanguageClient):
     assert titles and not any(t.startswith("Ignore") for t in titles)
 
 
-async def test_lint_on_save(vscode: LanguageClient):
+async def test_check_on_save(vscode: LanguageClient):
     client = vscode
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"rootrank": {"lintOn": "save"}}))
+        settings={"rootrank": {"checkOn": "save"}}))
     uri = open_document(client, "train.py", TRAIN)
     await diagnostics_for(client, uri, version=1, min_count=1)  # opening a file always checks it
     fixed = TRAIN.replace("checkpoint(block, x)", "checkpoint(block, x, use_reentrant=False)")

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lsprotocol import types
 
-from rootrank.lsp.calls import read_file
+from rootrank.check.calls import read_file
+from rootrank.environment import find_environment
 from rootrank.lsp.convert import Lines, finding_to_diagnostic, split_lines
-from rootrank.lsp.environment import find_environment
 from rootrank.lsp.noqa import noqa_edit
 from rootrank.lsp.settings import Settings, has_settings, parse_settings
 from rootrank.model import Applicability, Edit, Finding, Fix, Severity
@@ -93,12 +93,13 @@ def test_noqa_edit(line: str, expected: str | None):
 
 @pytest.mark.parametrize(("raw", "field", "value"), [
     ({"select": ["checkpoint"]}, "select", ("checkpoint",)),
-    ({"rootrank": {"lintOn": "save"}}, "lint_on", "save"),
+    ({"rootrank": {"checkOn": "save"}}, "check_on", "save"),
+    ({"rootrank": {"lintOn": "save"}}, "check_on", "save"),  # the name before 0.2
     ({"settings": {"rootrank": {"debounceMs": 0}}}, "debounce_ms", 0),
     ({"ignore": "a.b, c.d"}, "ignore", ("a.b", "c.d")),
     ({"severity": {"checkpoint": "info"}}, "severity", {"checkpoint": "information"}),
     ({"logPatterns": ["*.txt"]}, "log_patterns", ("*.txt",)),
-    (None, "lint_on", "change"),
+    (None, "check_on", "change"),
     ({"pylsp": {"plugins": {}}}, "select", ()),                              # another tool's section
 ])
 def test_parse_settings(raw: object, field: str, value: object):
@@ -115,8 +116,8 @@ def test_bad_settings_keep_defaults(raw: dict):
 
 def test_partial_update_keeps_the_rest():
     base, _ = parse_settings({"select": ["checkpoint"], "lintOn": "save"})
-    settings, _ = parse_settings({"lintOn": "change"}, base)
-    assert settings.select == ("checkpoint",) and settings.lint_on == "change"
+    settings, _ = parse_settings({"checkOn": "change"}, base)
+    assert settings.select == ("checkpoint",) and settings.check_on == "change"
     assert not has_settings(None) and not has_settings({"rootrank": {}}) and has_settings({"select": []})
 
 
@@ -205,8 +206,8 @@ def test_call_reader_pieces_follow_edits():
     (None, "reentrant", False, "checkpoint", "torch is not installed"),
 ])
 def test_torch_notes(torch: str | None, mode: str, passed: bool, call: str, expected: str):
-    from rootrank.lsp.checkpointing import torch_note
-    from rootrank.lsp.environment import Environment
+    from rootrank.check.explain_call import torch_note
+    from rootrank.environment import Environment
 
     env = Environment("site-packages", {"torch": torch} if torch else {})
     assert expected in torch_note(mode, env, passed, call)
@@ -271,8 +272,8 @@ compiled = torch.compile(model)
     (15, ["TorchDynamo", "reentrant checkpoints break the compiled graph"]),
 ])
 def test_hover_for_every_checkpoint_related_call(line: int, expected: list[str]):
-    from rootrank.lsp.checkpointing import call_markdown
-    from rootrank.lsp.environment import Environment
+    from rootrank.check.explain_call import call_markdown
+    from rootrank.environment import Environment
 
     facts = read_file(EVERY_CALL)
     assert facts is not None

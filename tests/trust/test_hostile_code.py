@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rootrank.lint import check_source
-from rootrank.lint.fixes import apply_fixes, choose
-from rootrank.lint.source import Locator
+from rootrank.check import check_source
+from rootrank.check.fixes import apply_fixes, choose
+from rootrank.check.source import Locator
 from tests.trust.conftest import REPO, assert_well_behaved, run_cli
 
 CHECK_FIXTURES = REPO / "tests" / "check"
@@ -134,13 +134,13 @@ def test_apply_fixes_is_linear_in_the_number_of_fixes() -> None:
 
 def test_file_changing_between_check_and_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    import rootrank.lint.cli as lint_cli
+    import rootrank.check.cli as check_cli
     from rootrank.cli import main
 
     path = tmp_path / "train.py"
     path.write_text(HEADER)
     edited = HEADER + "# the user's edit, saved while rootrank was checking\ny = checkpoint(f, x)\n"
-    real = lint_cli.check_source
+    real = check_cli.check_source
     calls = [0]
 
     def check_while_the_editor_saves(source: str, name: str, options=None):  # type: ignore[no-untyped-def]
@@ -149,7 +149,7 @@ def test_file_changing_between_check_and_fix(tmp_path: Path, monkeypatch: pytest
             path.write_text(edited)
         return real(source, name, options)
 
-    monkeypatch.setattr(lint_cli, "check_source", check_while_the_editor_saves)
+    monkeypatch.setattr(check_cli, "check_source", check_while_the_editor_saves)
     code = main(["check", "--fix", str(path)])
     capsys.readouterr()
     assert code in (0, 1, 2)

@@ -18,12 +18,11 @@ import os
 import threading
 from array import array
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rootrank.diagnose.parts import MAX_LINE_BYTES, PartSummary
 from rootrank.diagnose.prefilter import Prefilter
 from rootrank.diagnose.read import LineChunks
-from rootrank.diagnose.select import MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -42,12 +41,6 @@ _PREFILTER: Prefilter | None = None
 _SHARED: SharedClaims | None = None
 
 
-@dataclass(frozen=True)
-class PartSummary:
-    """What the worker found in [boundary, size)."""
-
-    newlines: int  # newline bytes in the part
-    ends_with_newline: bool
 
 
 class SharedClaims:

@@ -15,13 +15,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING, BinaryIO, Protocol, cast
+from typing import BinaryIO, cast
 
+from rootrank.diagnose.parts import MAX_LINE_BYTES, PartSummary, Split
 from rootrank.diagnose.prefilter import Prefilter
 from rootrank.diagnose.read import LineChunks, ReadsInto, remaining_bytes
-
-if TYPE_CHECKING:
-    from rootrank.diagnose.parallel import PartSummary
 
 LOG = logging.getLogger(__name__)
 HEAD_LINES = 200
@@ -29,7 +27,6 @@ CHUNK_BYTES = 8 << 20
 # The rank census sweeps the first CENSUS_BYTES of a source and its last: every rank prints at start-up,
 # and the end is where runs die. Sweeping every chunk would cost as much as the prefilter itself.
 CENSUS_BYTES = 4 << 20
-MAX_LINE_BYTES = 8 << 20
 
 Buffer = bytes | bytearray
 Census = Callable[[Buffer, int, int], None]
@@ -46,21 +43,6 @@ def _decode(raw: Buffer) -> str:
     return raw.decode("utf-8", "replace")
 
 
-class Split(Protocol):
-    """A second process that scans the end of the file (parallel.SplitScan): this process reads up to
-    `first_limit`, then as far as `claim()` lets it; the worker's part is [boundary, size)."""
-
-    boundary: int
-    size: int
-
-    @property
-    def first_limit(self) -> int: ...
-
-    def claim(self) -> int | None: ...
-
-    def summary(self) -> PartSummary: ...
-
-    def candidates(self) -> Iterator[tuple[int, int]]: ...
 
 
 def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], dense: Callable[[], bool],

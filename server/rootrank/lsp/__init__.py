@@ -1,6 +1,7 @@
 """The language server (`rootrank lsp`): the only package that imports pygls and lsprotocol.
 
-Feature modules: diagnostics (code and configs), logs (training logs), hover, code_actions, commands;
-the core is server.py; settings.py, state.py, convert.py, noqa.py, calls.py, checkpointing.py,
-environment.py and engine.py support them.
+A thin adapter over the engine. Feature modules: diagnostics (code and configs), logs (training logs),
+hover, code_actions, commands; the core they are handed is core.py, and server.py assembles the two;
+settings.py, state.py, convert.py, noqa.py and engine.py support them. What a checkpoint call does is
+engine knowledge (rootrank.check.explain_call); the hover only renders it.
 """

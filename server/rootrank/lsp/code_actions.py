@@ -17,7 +17,7 @@ from rootrank.lsp.convert import range_from_json
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
-    from rootrank.lsp.server import RootrankServer
+    from rootrank.lsp.core import RootrankServer
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.rootrank"
 KINDS: list[types.CodeActionKind | str] = [types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL]
@@ -63,10 +63,10 @@ def quick_fixes(
     ls: RootrankServer, document: TextDocument, diagnostic: types.Diagnostic, data: dict[str, Any]
 ) -> list[types.CodeAction]:
     actions: list[types.CodeAction] = []
-    # The preferred action is what an editor may apply in one keystroke (auto-fix), so it is the first
-    # *safe* fix; the engine's recommendation, listed first, may change semantics and stays a choice.
-    preferred = next((i for i, f in enumerate(data.get("fixes", ()))
-                      if f.get("applicability") == "safe" and f.get("edits")), None)
+    # The engine lists its preferred fix first (check/fixes.preferred: the first safe fix, else the first
+    # unsafe one); every output names the same one. A display-only fix is never preferred.
+    fixes = data.get("fixes", ())
+    preferred = 0 if fixes and fixes[0].get("applicability") in ("safe", "unsafe") and fixes[0].get("edits") else None
     for index, fix in enumerate(data.get("fixes", ())):
         applicability = fix.get("applicability")
         if applicability == "display-only" or not fix.get("edits"):

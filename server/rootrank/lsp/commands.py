@@ -18,7 +18,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from rootrank.lsp import engine
-from rootrank.lsp.server import RootrankServer  # at run time: pygls reads the handler's annotations
+from rootrank.lsp.core import RootrankServer  # at run time: pygls reads the handler's annotations
 
 DIAGNOSE = "rootrank.diagnose"
 MAX_FILE_BYTES = 256 * 1024 * 1024

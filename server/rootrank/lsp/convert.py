@@ -7,16 +7,16 @@ end at `\\n`, `\\r\\n` or `\\r` in both (and, unlike `str.splitlines`, at nothin
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from rootrank.textlines import split_lines
+
 if TYPE_CHECKING:
     from rootrank.model import Edit, Finding, Fix, Severity
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 LSP_SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -25,11 +25,6 @@ LSP_SEVERITY = {
     "info": types.DiagnosticSeverity.Information,
     "hint": types.DiagnosticSeverity.Hint,
 }
-
-
-def split_lines(text: str) -> list[str]:
-    """The document's lines as LSP counts them, without their line breaks."""
-    return _LINE_BREAK.split(text) if "\r" in text else text.split("\n")
 
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
@@ -144,11 +139,11 @@ def finding_to_diagnostic(
     href: str | None = None,
     noqa: types.TextEdit | None = None,
 ) -> types.Diagnostic:
-    """One lint finding as an LSP diagnostic carrying its fixes (and its noqa edit) in `data`."""
+    """One `rootrank check` finding as an LSP diagnostic carrying its fixes (and its noqa edit) in `data`."""
     data: dict[str, Any] = {
         "rule": finding.rule,
         "version": version,
-        "fixes": [fix_to_data(f, lines) for f in finding.fixes],
+        "fixes": [fix_to_data(f, lines) for f in finding.ordered_fixes],  # the engine's preferred fix first
     }
     if noqa is not None:
         data["noqa"] = {"range": _range_json(noqa.range), "newText": noqa.new_text}

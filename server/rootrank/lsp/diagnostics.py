@@ -19,7 +19,7 @@ from rootrank.lsp.convert import Lines, encoding_name, finding_to_diagnostic
 from rootrank.lsp.noqa import noqa_edit
 
 if TYPE_CHECKING:
-    from rootrank.lsp.server import RootrankServer
+    from rootrank.lsp.core import RootrankServer
     from rootrank.lsp.settings import Settings
     from rootrank.lsp.state import DocumentState
     from rootrank.model import Finding
@@ -141,7 +141,7 @@ def register(server: RootrankServer) -> None:
         uri = params.text_document.uri
         if ls.kind(uri) != KIND:
             return
-        if ls.settings.lint_on == "save":
+        if ls.settings.check_on == "save":
             state = ls.state(uri)
             if state is not None:
                 state.cancel()  # published results stay until the save brings new ones
@@ -154,7 +154,7 @@ def register(server: RootrankServer) -> None:
         document = ls.document(uri)
         if state is None or document is None or state.kind != KIND:
             return
-        if ls.settings.lint_on == "save" or state.published_version != document.version:
+        if ls.settings.check_on == "save" or state.published_version != document.version:
             ls.schedule(uri, immediate=True)
 
     server.on(types.TEXT_DOCUMENT_DID_OPEN, "diagnostics", opened)

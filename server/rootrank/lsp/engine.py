@@ -24,8 +24,8 @@ LOG = logging.getLogger("rootrank.lsp")
 
 
 def check_source(source: str, path: str, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Finding]:
-    from rootrank.lint import CheckOptions
-    from rootrank.lint import check_source as run
+    from rootrank.check import CheckOptions
+    from rootrank.check import check_source as run
 
     select, ignore = tuple(select), tuple(ignore)
     options = CheckOptions(select=select, ignore=ignore) if (select or ignore) else None
@@ -35,13 +35,13 @@ def check_source(source: str, path: str, select: Iterable[str] = (), ignore: Ite
 def checked_rule_ids() -> list[str]:
     """Ids of the entries that have code checks (for the one-at-a-time fallback)."""
     try:
-        import rootrank.lint  # noqa: F401 - importing the package registers its rules
-        from rootrank.lint.registry import RULES
+        import rootrank.check  # noqa: F401 - importing the package registers its rules
+        from rootrank.check.registry import RULES
 
         if RULES:
             return sorted(RULES)
     except Exception:  # the fallback below still works
-        LOG.debug("no rule registry in rootrank.lint", exc_info=True)
+        LOG.debug("no rule registry in rootrank.check", exc_info=True)
     return sorted(e.id for e in library().entries.values() if e.check)
 
 

@@ -1,6 +1,6 @@
 """Hover: what a checkpoint-related call does here, and the entry's docs for a diagnostic.
 
-On every checkpoint-related call, with or without a finding, the text of checkpointing.py (reentrant or
+On every checkpoint-related call, with or without a finding, the explanation of check/explain_call.py (reentrant or
 not, with the workspace's torch, the interacting features, the trade-off, the coverage). On a diagnostic
 or a `# noqa: <id>`: `rootrank explain <id>`. On a log line with a diagnosis: the fix and the verify
 command (logs.py).
@@ -21,16 +21,16 @@ from rootrank.lsp.convert import Lines, encoding_name
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
-    from rootrank.lsp.calls import FileFacts
-    from rootrank.lsp.server import RootrankServer
+    from rootrank.check.calls import FileFacts
+    from rootrank.lsp.core import RootrankServer
 
-# calls.py, checkpointing.py and environment.py are imported on the first hover, not at start-up.
+# check.calls, check.explain_call and environment are imported on the first hover, not at start-up.
 
 _FACTS: OrderedDict[tuple[str, int | None], FileFacts | None] = OrderedDict()
 
 
 def _facts(document: TextDocument) -> FileFacts | None:
-    from rootrank.lsp.calls import read_file
+    from rootrank.check.calls import read_file
 
     key = (document.uri, document.version)
     if key not in _FACTS:
@@ -101,10 +101,10 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
             column = lines.column(position)
             call = facts.at(position.line + 1, column)
             if call is not None:
-                from rootrank.lsp.environment import find_environment
+                from rootrank.environment import find_environment
 
                 env = find_environment(ls.settings.python, _roots(ls))
-                from rootrank.lsp.checkpointing import call_markdown
+                from rootrank.check.explain_call import call_markdown
 
                 sections.append(call_markdown(call, facts, env))
                 hover_range = lines.range(call.line, call.column + 1, call.end_line, call.end_column + 1)

@@ -20,7 +20,7 @@ from rootrank.lsp import engine
 from rootrank.lsp.convert import LSP_SEVERITY, Lines, encoding_name
 
 if TYPE_CHECKING:
-    from rootrank.lsp.server import RootrankServer
+    from rootrank.lsp.core import RootrankServer
     from rootrank.lsp.state import DocumentState
     from rootrank.model import Diagnosis, RootCause
 

@@ -8,7 +8,7 @@ from lsprotocol import types
 
 from rootrank.lsp.convert import Lines
 
-# The same comment syntax `rootrank check` honours (rootrank.lint): a bare noqa comment, or one listing ids.
+# The same comment syntax `rootrank check` honours (rootrank.check): a bare noqa comment, or one listing ids.
 NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[\w.\-]+(?:[ \t]*,[ \t]*[\w.\-]+)*))?", re.IGNORECASE)
 
 

@@ -31,8 +31,9 @@ class Settings:
     severity: Mapping[str, str] = field(default_factory=dict)
     """Severity overrides, entry id or prefix -> `error` | `warning` | `information` | `hint`."""
 
-    lint_on: str = "change"
-    """`change`: check code as you type (debounced) and on save; `save`: only on open and save."""
+    check_on: str = "change"
+    """`change`: check code as you type (debounced) and on save; `save`: only on open and save.
+    (`lintOn`, its name before 0.2, is still read.)"""
 
     debounce_ms: int = 150
     """Quiet time after a burst of edits before code is checked again; the first edit is checked at once."""
@@ -62,6 +63,10 @@ class Settings:
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.log_patterns)
 
 
+# Settings renamed since a release, old name -> new: the old one keeps working.
+_RENAMED = {"lint_on": "check_on"}
+
+
 def _matches(rule: str, selector: str) -> bool:
     """`checkpoint` and `checkpoint.` select a family; a full id selects itself."""
     return rule == selector or rule.startswith(selector.rstrip(".") + ".")
@@ -80,7 +85,7 @@ def _unwrap(raw: Any) -> Mapping[str, Any]:
     if isinstance(raw.get("rootrank"), Mapping):
         return raw["rootrank"]
     # Not under "rootrank": ours only if it names one of our settings (not, say, another tool's section).
-    known = {f.name for f in dataclasses.fields(Settings)}
+    known = {f.name for f in dataclasses.fields(Settings)} | set(_RENAMED)
     return raw if any(_snake(str(key)) in known for key in raw) else {}
 
 
@@ -100,7 +105,7 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
     changes: dict[str, Any] = {}
     known = {f.name for f in dataclasses.fields(Settings)}
     for key, value in section.items():
-        name = _snake(str(key))
+        name = _RENAMED.get(_snake(str(key)), _snake(str(key)))
         if name not in known:
             problems.append(f"unknown setting {key!r} (ignored)")
             continue
@@ -132,7 +137,7 @@ def _coerce(name: str, value: Any) -> Any:
                 raise ValueError(f"{level!r} for {rule!r} is not one of {', '.join(SEVERITIES)}")
             out[str(rule)] = level
         return out
-    if name == "lint_on":
+    if name == "check_on":
         if value not in ("change", "save"):
             raise ValueError("expected 'change' or 'save'")
         return value

@@ -1,0 +1,111 @@
+"""Judging fixes at their site, choosing one per finding, and applying them to source text (never two
+overlapping edits, nothing outside ranges).
+
+One fix model for every output (text, JSON, SARIF, the language server's code actions, `--fix`):
+- `judge_fixes` runs once over a file's findings: a fix that keeps a behaviour (Fix.keeps, e.g. the
+  reentrant mode) is withdrawn where an error finding at the same site is caused by that behaviour
+  (registry Rule.caused_by): keeping today's behaviour is only safe where today's behaviour is not the
+  defect.
+- `preferred` is the fix every front end names first: the first SAFE fix, else the first UNSAFE one;
+  DISPLAY_ONLY fixes are never preferred.
+- `choose` is what a fix-all applies: the first fix whose applicability is allowed, SAFE always, UNSAFE
+  only with `unsafe=True`, DISPLAY_ONLY never. Rules list the recommended fix first even when it is
+  unsafe, so `--fix` falls back to the first safe alternative.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from rootrank.check.source import Locator
+from rootrank.model import Applicability, Edit, Finding, Fix, Severity
+
+
+def preferred(finding: Finding) -> Fix | None:
+    """The fix every output presents as the one to apply (Finding.fix; see the module's docstring)."""
+    return finding.fix
+
+
+def ordered_fixes(finding: Finding) -> tuple[Fix, ...]:
+    """The finding's fixes with the preferred one first, the others in the rule's order."""
+    return finding.ordered_fixes
+
+
+def judge_fixes(findings: list[Finding], caused_by: Mapping[str, str]) -> list[Finding]:
+    """Withdraw each fix that keeps the behaviour an error at its site is caused by.
+
+    `caused_by`: rule id -> the behaviour behind it. A site is the finding's start position, or any
+    span that contains it (a DDP error on the call that also lacks `use_reentrant`).
+    """
+    errors = [(caused_by[f.rule], f) for f in findings
+              if f.severity is Severity.ERROR and caused_by.get(f.rule)]
+    if not errors:
+        return findings
+    judged = []
+    for finding in findings:
+        kept = tuple(fix for fix in finding.fixes
+                     if not fix.keeps or not any(cause == fix.keeps and _same_site(error, finding)
+                                                 for cause, error in errors))
+        judged.append(finding if kept == finding.fixes else dataclasses.replace(finding, fixes=kept))
+    return judged
+
+
+def _same_site(error: Finding, other: Finding) -> bool:
+    start = (other.line, other.column)
+    return start == (error.line, error.column) or (
+        (error.line, error.column) <= start and (other.end_line, other.end_column) <= (error.end_line, error.end_column))
+
+
+def choose(finding: Finding, unsafe: bool) -> Fix | None:
+    allowed = {Applicability.SAFE, Applicability.UNSAFE} if unsafe else {Applicability.SAFE}
+    return next((f for f in finding.fixes if f.applicability in allowed), None)
+
+
+def apply_fixes(source: str, findings: Iterable[Finding], unsafe: bool = False) -> str:
+    """Apply the chosen fix of each finding; a fix overlapping an accepted one is left for a later pass."""
+    locator = Locator(source)
+    accepted: list[tuple[int, int, str]] = []  # kept sorted by start; never overlapping
+    seen: set[tuple[Edit, ...]] = set()
+    ordered = sorted(findings, key=lambda f: (f.line, f.column, f.rule))
+    for finding in ordered:
+        fix = choose(finding, unsafe)
+        if fix is None or fix.edits in seen:
+            continue
+        spans = [(locator.offset(e.line, e.column), locator.offset(e.end_line, e.end_column), e.text)
+                 for e in fix.edits]
+        if any(start > end for start, end, _ in spans) or any(_collides(s, accepted) for s in spans) \
+                or any(_overlaps(a, b) for i, a in enumerate(spans) for b in spans[i + 1:]):
+            continue
+        seen.add(fix.edits)
+        for span in spans:
+            bisect.insort(accepted, span, key=lambda s: (s[0], s[1]))
+    # Build the result in one pass (slicing the source once per edit would be quadratic).
+    pieces: list[str] = []
+    position = 0
+    for start, end, text in accepted:
+        pieces.append(source[position:start])
+        pieces.append(text)
+        position = end
+    pieces.append(source[position:])
+    return "".join(pieces)
+
+
+def _collides(span: tuple[int, int, str], accepted: list[tuple[int, int, str]]) -> bool:
+    """Whether `span` overlaps an accepted span; only its neighbours in start order can."""
+    index = bisect.bisect_left(accepted, (span[0], span[1]), key=lambda s: (s[0], s[1]))
+    if index > 0 and _overlaps(span, accepted[index - 1]):
+        return True
+    while index < len(accepted) and accepted[index][0] <= span[1]:
+        if _overlaps(span, accepted[index]):
+            return True
+        index += 1
+    return False
+
+
+def _overlaps(a: tuple[int, int, str], b: tuple[int, int, str]) -> bool:
+    # Two insertions at one point conflict too: their order would be arbitrary.
+    if a[0] == a[1] == b[0] == b[1]:
+        return True
+    return a[0] < b[1] and b[0] < a[1]

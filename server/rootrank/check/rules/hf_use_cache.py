@@ -1,0 +1,64 @@
+"""checkpoint.hf-use-cache: `use_cache=True` while training with gradient checkpointing.
+
+## What it does
+Flags `use_cache=True` (a keyword of `from_pretrained`, of a model call, or `model.config.use_cache =
+True`) in a file that turns gradient checkpointing on (`gradient_checkpointing_enable()`,
+`TrainingArguments(gradient_checkpointing=True)`). `generate(..., use_cache=True)` is left alone.
+
+## Why is this bad?
+The KV cache cannot be kept across a checkpointed recomputation: transformers switches it off again
+and logs "`use_cache=True` is incompatible with gradient checkpointing. Setting `use_cache=False`"
+on every step, and some models (and trl trainers) fail instead.
+
+## Fix safety
+Writing `False` is safe when the file does not call `.generate()`: transformers already runs
+training with the cache off. With generation in the same file it is unsafe (generation gets slower).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from rootrank.check import edits
+from rootrank.check.registry import Violation, rule
+from rootrank.check.semantic import Semantic, keyword
+from rootrank.model import Applicability, Severity
+
+RULE = "checkpoint.hf-use-cache"
+_MESSAGE = ("`use_cache=True` while gradient checkpointing is on (line {line}): the KV cache cannot survive the "
+            "recomputation, so transformers turns it off again with a warning on every step; set `use_cache=False` "
+            "for training")
+
+
+@rule(RULE, Severity.WARNING)
+def hf_use_cache(semantic: Semantic) -> Iterator[Violation]:
+    enabling = _checkpointing_on(semantic)
+    if enabling is None:
+        return
+    generates = any(semantic.method_calls("generate"))
+    applicability = Applicability.UNSAFE if generates else Applicability.SAFE
+    message = _MESSAGE.format(line=getattr(enabling, "lineno", "?"))
+    for site in semantic.calls:
+        if isinstance(site.node.func, ast.Attribute) and site.node.func.attr == "generate":
+            continue
+        found = keyword(site.node, "use_cache")
+        if found is not None and isinstance(found.value, ast.Constant) and found.value.value is True:
+            yield Violation(found, message, edits.fixes(
+                edits.fix("Set `use_cache=False`", applicability, edits.replace(semantic, found.value, "False"))))
+    for assign in semantic.assigns:
+        if isinstance(assign.value, ast.Constant) and assign.value.value is True and any(
+                isinstance(t, ast.Attribute) and t.attr == "use_cache" for t in assign.targets):
+            yield Violation(assign.targets[0], message, edits.fixes(
+                edits.fix("Set `use_cache = False`", applicability, edits.replace(semantic, assign.value, "False"))))
+
+
+def _checkpointing_on(semantic: Semantic) -> ast.AST | None:
+    for site in semantic.checkpoints:
+        if site.api == "gradient_checkpointing_enable":
+            return site.call
+    for args in semantic.training_arguments():
+        enabled = keyword(args.node, "gradient_checkpointing")
+        if enabled is not None and semantic.literal(enabled.value, args.frame) is True:
+            return args.node
+    return None

@@ -1,0 +1,145 @@
+"""checkpoint.reentrant-no-grad-inputs: reentrant checkpointing whose inputs cannot require grad.
+
+## What it does
+Flags reentrant checkpointing when the first checkpointed block's input comes from frozen weights:
+- a frozen embedding (`embed.requires_grad_(False)`, `wte.weight.requires_grad = False`, or a
+  selective freeze loop over `named_parameters()` that does not keep the embeddings trainable);
+- a PEFT/LoRA model (`get_peft_model`, or `prepare_model_for_kbit_training(...,
+  use_gradient_checkpointing=False)`) with reentrant gradient checkpointing enabled
+  (`gradient_checkpointing_enable()` or `TrainingArguments(gradient_checkpointing=True)` without
+  `use_reentrant=False`) and no `enable_input_require_grads()`.
+`prepare_model_for_kbit_training` with its default `use_gradient_checkpointing=True` makes the
+inputs require grad itself, so it is not flagged.
+
+## Why is this bad?
+Reentrant checkpointing only builds a graph when an input tensor requires grad. With frozen
+embeddings none does: the block's output has no grad_fn, and the trainable parameters inside the
+block (LoRA adapters) silently get no gradient. PyTorch only warns "None of the inputs have
+requires_grad=True. Gradients will be None".
+
+## Fix safety
+`use_reentrant=False` is unsafe (recomputation semantics change); calling
+`model.enable_input_require_grads()` before training is the alternative for PEFT models.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from rootrank.check import edits
+from rootrank.check.names import dotted
+from rootrank.check.registry import Violation, rule
+from rootrank.check.rules._common import at_line, report_sites
+from rootrank.check.semantic import AssignSite, Semantic, keyword, target_names
+from rootrank.model import Applicability, Severity
+
+RULE = "checkpoint.reentrant-no-grad-inputs"
+_EMBEDDING_WORDS = ("emb", "wte", "wpe", "tok_")
+
+
+@rule(RULE, Severity.WARNING, caused_by="reentrant")
+def reentrant_no_grad_inputs(semantic: Semantic) -> Iterator[Violation]:
+    if _inputs_made_trainable(semantic):
+        return
+    peft = _peft_call(semantic)
+    if peft is not None:
+        yield from _peft(semantic, peft)
+        return
+    freeze = _embedding_freeze(semantic)
+    if freeze is None:
+        return
+    sites = [s for s in semantic.reentrant_sites() if s.api != "gradient_checkpointing_enable"]
+    yield from report_sites(semantic, sites, (
+        f"reentrant `{{api}}()` whose inputs cannot require grad: the embedding is frozen ({at_line(freeze)}), "
+        "so the block's output has no grad_fn and its trainable parameters get no gradient (PyTorch only warns "
+        "'None of the inputs have requires_grad=True'); use `use_reentrant=False`"))
+
+
+def _inputs_made_trainable(semantic: Semantic) -> bool:
+    if any(semantic.method_calls("enable_input_require_grads")) or any(semantic.method_calls("register_forward_hook")):
+        return True
+    for site in semantic.method_calls("requires_grad_"):
+        args = site.node.args
+        if not args or semantic.literal(args[0]) is True:
+            return True
+    return False
+
+
+def _peft_call(semantic: Semantic) -> ast.Call | None:
+    for site in semantic.calls:
+        name = semantic.qualified(site.node.func) or ""
+        if not name.startswith("peft."):
+            continue
+        if name.endswith(".get_peft_model"):
+            return site.node
+        if name.endswith(".prepare_model_for_kbit_training"):
+            flag = keyword(site.node, "use_gradient_checkpointing")
+            if flag is not None and semantic.literal(flag.value) is False:
+                return site.node
+    return None
+
+
+def _peft(semantic: Semantic, peft: ast.Call) -> Iterator[Violation]:
+    message = ("reentrant gradient checkpointing on a PEFT model without `enable_input_require_grads()` "
+               f"(PEFT wraps the model at {at_line(peft)}): the frozen embeddings feed the first checkpointed "
+               "block inputs that do not require grad, so the adapters get no gradient; pass "
+               '`gradient_checkpointing_kwargs={"use_reentrant": False}` or call `model.enable_input_require_grads()`')
+    for site in semantic.reentrant_sites():
+        if site.api == "gradient_checkpointing_enable":
+            yield Violation(site.call.func, message,
+                            edits.fixes(edits.use_non_reentrant(semantic, site.call, site.api)))
+    for args in semantic.training_arguments():
+        enabled = keyword(args.node, "gradient_checkpointing")
+        if enabled is None or semantic.literal(enabled.value, args.frame) is not True:
+            continue
+        kwargs = keyword(args.node, "gradient_checkpointing_kwargs")
+        if kwargs is not None and semantic.hf_reentrant(kwargs.value, args.frame) is not True:
+            continue
+        if kwargs is None and any(k.arg is None for k in args.node.keywords):
+            continue
+        edit = edits.set_keyword(semantic, args.node, "gradient_checkpointing_kwargs", '{"use_reentrant": False}')
+        yield Violation(enabled, message, edits.fixes(
+            edits.fix("Use non-reentrant checkpointing (`use_reentrant=False`)", Applicability.UNSAFE, edit)))
+
+
+def _embedding_freeze(semantic: Semantic) -> ast.AST | None:
+    for site in semantic.method_calls("requires_grad_"):
+        func = site.node.func
+        assert isinstance(func, ast.Attribute)
+        if site.node.args and semantic.literal(site.node.args[0]) is False and _embedding(dotted(func.value)):
+            return site.node
+    for assign in semantic.assigns:
+        for target in assign.targets:
+            if not (isinstance(target, ast.Attribute) and target.attr == "requires_grad"):
+                continue
+            value = semantic.literal(assign.value, assign.frame)
+            if value is False and _embedding(dotted(target.value)):
+                return target
+            if value is False and _frozen_in_loop(target, assign, embedding_only=True):
+                return target
+            if value is not True and not _mentions_embedding(assign.value) and _frozen_in_loop(target, assign):
+                return target  # `p.requires_grad = "lora_" in name`: everything else, embeddings too, is frozen
+    return None
+
+
+def _frozen_in_loop(target: ast.Attribute, assign: AssignSite, embedding_only: bool = False) -> bool:
+    """`for [name,] p in <module>.named_parameters(): p.requires_grad = ...` (of an embedding, if asked)."""
+    subject = dotted(target.value)
+    for loop in assign.frame.loops:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or subject not in target_names(loop.target):
+            continue
+        source = loop.iter
+        if isinstance(source, ast.Call) and isinstance(source.func, ast.Attribute) \
+                and source.func.attr in ("parameters", "named_parameters"):
+            return _embedding(dotted(source.func.value)) if embedding_only else True
+    return False
+
+
+def _embedding(spelled: str | None) -> bool:
+    return spelled is not None and any(word in spelled.lower() for word in _EMBEDDING_WORDS)
+
+
+def _mentions_embedding(expr: ast.expr) -> bool:
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and _embedding(n.value)
+               for n in ast.walk(expr))

@@ -1,0 +1,226 @@
+"""The language server's core: settings, per-document state, the scheduling of checks and the fan-out
+of document notifications to the features.
+
+Feature modules (diagnostics, logs, hover, code_actions, commands) import this core to type the server
+they are handed; the core imports none of them. `server.py` assembles the two: it builds the core and
+calls each feature's `register(server)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import FeatureRequestError, JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.workspace import TextDocument
+
+from rootrank.lsp.settings import Settings, has_settings, parse_settings
+from rootrank.lsp.state import DocumentState
+
+LOG = logging.getLogger("rootrank.lsp")
+
+# A feature's hook for one kind of document: called with the server and the document's state.
+Runner = Callable[["RootrankServer", DocumentState], Awaitable[None]]
+Listener = Callable[["RootrankServer", Any], None]
+
+
+def _version() -> str:
+    from rootrank import __version__  # not importlib.metadata: it costs 40 ms at start-up
+
+    return __version__
+
+
+class RootrankProtocol(LanguageServerProtocol):
+    """pygls' protocol, plus an error response for a request whose params do not parse.
+
+    pygls drops such a request without answering, which leaves the client waiting forever.
+    """
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                self._send_response(data["id"], error=exc.to_response_error())
+            raise
+
+
+class RootrankServer(LanguageServer):
+    """The language server: settings, per-document state and the scheduling of checks."""
+
+    def __init__(self) -> None:
+        super().__init__("rootrank", _version(), protocol_cls=RootrankProtocol, max_workers=4)
+        self.settings = Settings()
+        self.documents: dict[str, DocumentState] = {}
+        self.runners: dict[str, Runner] = {}
+        self.listeners: dict[str, list[tuple[str, Listener]]] = {}
+        self.kind_of: Callable[[str, str | None], str] = lambda uri, language_id: ""
+        # Our own pools (pygls' pool reads stdin): code checks are short and must never queue behind a long
+        # log diagnosis, so logs and the diagnose command get their own.
+        self.executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rootrank-check")
+        self.log_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rootrank-diagnose")
+        self._reported: set[str] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    # ------------------------------------------------------------------ client messages
+
+    def log(self, message: str, level: types.MessageType = types.MessageType.Info) -> None:
+        """window/logMessage, safe to call from any thread."""
+        params = types.LogMessageParams(type=level, message=message)
+        if self.loop is not None and threading.current_thread() is not threading.main_thread():
+            self.loop.call_soon_threadsafe(self.window_log_message, params)
+        else:
+            self.window_log_message(params)
+
+    def log_once(self, key: str, message: str, level: types.MessageType = types.MessageType.Error) -> None:
+        if key not in self._reported:
+            self._reported.add(key)
+            self.log(message, level)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # Into the client's log, not as pop-ups; a failed request has already had its error response.
+        if source is FeatureRequestError:
+            self.log(f"rootrank: request failed: {error}", types.MessageType.Warning)
+        else:
+            self.log(f"rootrank: internal error: {error}", types.MessageType.Error)
+
+    def client_supports(self, *path: str) -> bool:
+        """Whether the client declared the capability at `path` (e.g. "window", "work_done_progress")."""
+        value: Any = self.client_capabilities
+        for name in path:
+            value = getattr(value, name, None)
+            if value is None:
+                return False
+        return bool(value)
+
+    # ------------------------------------------------------------------ documents
+
+    def document(self, uri: str) -> TextDocument | None:
+        """An open document, or None (never read from disk: the client owns unopened files)."""
+        return self.workspace.text_documents.get(uri)
+
+    def state(self, uri: str) -> DocumentState | None:
+        return self.documents.get(uri)
+
+    def kind(self, uri: str) -> str:
+        """What an open document is to rootrank: "code", "log", or "" (not ours, or not open)."""
+        document = self.document(uri)
+        return self.track(document).kind if document is not None else ""
+
+    def track(self, document: TextDocument) -> DocumentState:
+        kind = self.kind_of(document.uri, document.language_id)
+        state = self.documents.get(document.uri)
+        if state is None or state.kind != kind:
+            if state is not None:
+                state.cancel()
+            state = self.documents[document.uri] = DocumentState(document.uri, kind)
+        return state
+
+    def schedule(self, uri: str, *, immediate: bool = False) -> None:
+        """Check the document again: now after a quiet spell, else once edits pause for `debounce_ms`.
+
+        Any scheduled or running check of an older text is abandoned (a result is only ever published
+        for the text it was computed on).
+        """
+        document = self.document(uri)
+        if document is None:
+            return
+        state = self.track(document)
+        runner = self.runners.get(state.kind)
+        if runner is None:
+            return
+        state.cancel()
+        now = time.monotonic()
+        quiet = now - state.last_change >= self.settings.debounce_ms / 1000
+        state.last_change = now
+        delay = 0.0 if (immediate or quiet) else self.settings.debounce_ms / 1000
+        generation = state.generation
+        state.timer = asyncio.get_running_loop().call_later(delay, self._start, state, runner, generation)
+
+    def _start(self, state: DocumentState, runner: Runner, generation: int) -> None:
+        state.timer = None
+        if state.generation != generation:
+            return
+        state.task = asyncio.ensure_future(self._run(state, runner))
+
+    async def _run(self, state: DocumentState, runner: Runner) -> None:
+        try:
+            await runner(self, state)
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:
+            self.log_once(f"runner:{state.kind}:{exc!r}", f"rootrank: checking {state.uri} failed:\n"
+                          + "".join(traceback.format_exception(exc)), types.MessageType.Error)
+
+    def forget(self, uri: str) -> None:
+        state = self.documents.pop(uri, None)
+        if state is not None:
+            state.cancel()
+
+    def is_current(self, state: DocumentState, generation: int, version: int | None) -> bool:
+        """Whether a result computed for (generation, version) may still be published."""
+        document = self.document(state.uri)
+        return (
+            self.documents.get(state.uri) is state
+            and state.generation == generation
+            and document is not None
+            and document.version == version
+        )
+
+    def publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )
+
+    # ------------------------------------------------------------------ fan-out
+
+    def on(self, method: str, owner: str, listener: Listener) -> None:
+        """Add `listener` for a document notification; each runs isolated from the others."""
+        self.listeners.setdefault(method, []).append((owner, listener))
+
+    def dispatch(self, method: str, params: Any) -> None:
+        for owner, listener in self.listeners.get(method, ()):
+            try:
+                listener(self, params)
+            except Exception as exc:
+                self.log(f"rootrank: {owner} failed on {method}: {exc!r}\n{traceback.format_exc()}",
+                         types.MessageType.Error)
+
+    async def pull_settings(self) -> None:
+        """Ask for the `rootrank` section (workspace/configuration) when the client supports it."""
+        if not self.client_supports("workspace", "configuration"):
+            return
+        try:
+            result = await asyncio.wait_for(self.workspace_configuration_async(types.ConfigurationParams(
+                items=[types.ConfigurationItem(section="rootrank")])), timeout=10)
+        except Exception as exc:  # a client that fails this request still gets a working server
+            self.log(f"rootrank: could not read the client's settings: {exc!r}", types.MessageType.Warning)
+            return
+        if result and has_settings(result[0]):
+            self.apply_settings(result[0])
+
+    def apply_settings(self, raw: Any, *, base: Settings | None = None) -> None:
+        settings, problems = parse_settings(raw, base if base is not None else self.settings)
+        for problem in problems:
+            self.log(f"rootrank: {problem}", types.MessageType.Warning)
+        changed = settings != self.settings
+        self.settings = settings
+        if not changed:
+            return
+        published = {uri for uri, state in self.documents.items() if state.published_version is not None}
+        for uri in list(self.documents):
+            self.forget(uri)
+        for uri in list(self.workspace.text_documents):
+            if self.kind(uri):
+                self.schedule(uri, immediate=True)
+            elif uri in published:
+                self.publish(uri, None, [])  # no longer ours (e.g. the log patterns changed)

@@ -1,0 +1,100 @@
+"""Every fix, on every Python fixture, produces code that runs as far as a file can tell: it parses, the
+calls it edited still bind their arguments against the real signatures of the installed torch (and
+transformers, where installed), applying it twice changes nothing, and no error finding is left on a
+line it edited.
+
+`TypeError: got multiple values for argument` is what a careless keyword insertion causes at run time;
+`py_compile` cannot see it, `inspect.signature(...).bind` can.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rootrank.check import check_source
+from rootrank.check.fixes import apply_fixes
+from rootrank.model import Severity
+from tests.heavy import require_module
+from tests.test_check_fixtures import CASES, _id, _name, fix_all
+
+PYTHON_CASES = [c for c in CASES if c.suffix == ".py"]
+
+
+def _signatures() -> dict[str, inspect.Signature]:
+    require_module("torch")
+    import torch.utils.checkpoint as tuc
+    from torch.distributed.algorithms._checkpoint import checkpoint_wrapper as cw
+
+    functions: dict[str, Callable[..., Any]] = {
+        "checkpoint": tuc.checkpoint, "checkpoint_sequential": tuc.checkpoint_sequential,
+        "checkpoint_wrapper": cw.checkpoint_wrapper, "apply_activation_checkpointing": cw.apply_activation_checkpointing,
+    }
+    signatures = {name: inspect.signature(f) for name, f in functions.items()}
+    try:
+        from transformers import PreTrainedModel
+    except ImportError:
+        pass
+    else:
+        method = inspect.signature(PreTrainedModel.gradient_checkpointing_enable)
+        # bound as a method: drop `self`
+        signatures["gradient_checkpointing_enable"] = method.replace(parameters=list(method.parameters.values())[1:])
+    return signatures
+
+
+def _edited_lines(before: str, after: str) -> set[int]:
+    import difflib
+
+    lines: set[int] = set()
+    matcher = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
+    for tag, _, _, j1, j2 in matcher.get_opcodes():
+        if tag != "equal":
+            lines.update(range(j1 + 1, max(j2, j1 + 1) + 1))
+    return lines
+
+
+def _unbindable(tree: ast.Module, lines: set[int], signatures: dict[str, inspect.Signature]) -> list[str]:
+    problems = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not lines & set(range(node.lineno, (node.end_lineno or node.lineno) + 1)):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        signature = signatures.get(name)
+        if signature is None or any(isinstance(a, ast.Starred) for a in node.args) \
+                or any(k.arg is None for k in node.keywords):
+            continue
+        try:
+            signature.bind(*[object()] * len(node.args), **{str(k.arg): object() for k in node.keywords})
+        except TypeError as error:
+            problems.append(f"line {node.lineno}: {ast.unparse(node)}: {error}")
+    return problems
+
+
+@pytest.mark.parametrize("case", PYTHON_CASES, ids=_id)
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+def test_fixed_code_parses_binds_and_is_final(case: Path, unsafe: bool) -> None:
+    signatures = _signatures()
+    source = case.read_text(encoding="utf-8")
+    fixed = fix_all(source, _name(case), unsafe=unsafe)
+    if fixed == source:
+        return
+    tree = ast.parse(fixed)
+    edited = _edited_lines(source, fixed)
+    assert _unbindable(tree, edited, signatures) == []
+    after = check_source(fixed, _name(case))
+    assert apply_fixes(fixed, after, unsafe=unsafe) == fixed
+    left = [f"{f.line}: {f.rule}" for f in after if f.severity is Severity.ERROR and f.line in edited]
+    assert left == [], f"an error is still reported on a line the fix edited: {left}"
+
+
+def test_the_binding_check_sees_a_keyword_passed_twice() -> None:
+    signatures = _signatures()
+    tree = ast.parse("checkpoint_sequential(seq, 2, x, False, use_reentrant=True)\n")
+    assert _unbindable(tree, {1}, signatures)
+    assert not _unbindable(ast.parse("checkpoint_sequential(seq, 2, x, use_reentrant=True)\n"), {1}, signatures)
