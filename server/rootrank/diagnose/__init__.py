@@ -20,10 +20,11 @@ from rootrank.diagnose.formats.prefixes import RankCensus
 from rootrank.diagnose.lines import LineScanner
 from rootrank.diagnose.match import Matcher
 from rootrank.diagnose.parallel import SplitScan, can_split
+from rootrank.diagnose.parts import Split
 from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
 from rootrank.diagnose.read import InputError, Source, expand_paths
 from rootrank.diagnose.report import build_diagnosis
-from rootrank.diagnose.select import Split, select_lines
+from rootrank.diagnose.select import select_lines
 from rootrank.library import Library, load_library
 from rootrank.model import Diagnosis
 

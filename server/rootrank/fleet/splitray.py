@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from rootrank.diagnose import Pipeline, diagnose_paths
-from rootrank.diagnose.parallel import PartSummary
+from rootrank.diagnose.parts import MAX_LINE_BYTES, PartSummary
 from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
 from rootrank.diagnose.read import LineChunks, expand_paths
-from rootrank.diagnose.select import CHUNK_BYTES, MAX_LINE_BYTES
+from rootrank.diagnose.select import CHUNK_BYTES
 from rootrank.library import Library, load_library
 from rootrank.model import Diagnosis
 
