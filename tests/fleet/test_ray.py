@@ -27,7 +27,15 @@ sys.path.insert(0, str(REPO / "bench"))
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     ray = require_module("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 << 20)
+    for attempt in (1, 2):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 << 20)
+            break
+        except Exception:
+            # Ray waits 30 s, hard-coded, for its own processes to register: a loaded machine can miss it.
+            ray.shutdown()
+            if attempt == 2:
+                raise
     try:
         yield ray
     finally:

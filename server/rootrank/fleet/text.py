@@ -18,12 +18,12 @@ def render_text(rows: tuple[RunResult, ...], summary: FleetSummary) -> str:
         if row.rule is None:
             out.append(f"{row.run:<{name_width}}  clean")
             continue
-        where = "rank ?" if row.rank is None else f"rank {row.rank}"
+        where = "" if row.rank is None else f"  rank {row.rank}"
         if row.host:
-            where += f" on {row.host}"
+            where += f" on {row.host}" if where else f"  on {row.host}"
         when = f"  {row.time}" if row.time else ""
         decided = f"  ({row.decided_by})" if row.decided_by else ""
-        out.append(f"{row.run:<{name_width}}  {row.status:<7}  {row.rule}  {where}{when}{decided}")
+        out.append(f"{row.run:<{name_width}}  {row.status:<7}  {row.rule}{where}{when}{decided}")
     out.append("")
     out.append(f"{summary.runs} runs: {summary.failed} failed, {summary.warnings} with warnings, "
                f"{summary.clean} clean, {len(summary.unreadable)} unreadable")
