@@ -9,7 +9,8 @@ prefixes, so the log names every rank's host), its node names replaced by the tw
 from the pool. A job either ends in gen_log's planted failure on a chosen rank (a CUDA OOM, or for
 some of the lemon's an uncorrectable ECC error in its place) or is cut before that tail (a clean
 run). The lemon host runs in `--lemon-jobs` jobs and initiates the failure in `--lemon-failures` of
-them; every other job fails with probability `--fail-share` on a random rank. Real logs of
+them; a busy host runs in more jobs (60) with no more failures than the rest: every job without the
+lemon fails with probability `fail_share` on a random rank of its first node. Real logs of
 tests/fixtures/logs are mixed in as runs of their own (their hosts unnamed), and two runs cannot be
 read (an empty folder, a folder without logs). Runs' mtimes are spread over six weeks. The truth
 file records what was planted per run. The same options always give the same fleet.
@@ -79,7 +80,7 @@ def fixture_runs() -> list[tuple[str, Path, str | None, list[str]]]:
 
 
 def generate(root: Path, runs: int = 200, hosts: int = 24, lemon: int = 13, lemon_jobs: int = 40,
-             lemon_failures: int = 6, fail_share: float = 0.12, fixtures: int = 20, size: int = 40_000,
+             lemon_failures: int = 6, busy: int = 5, busy_jobs: int = 60, fail_share: float = 0.12, fixtures: int = 20, size: int = 40_000,
              seed: int = 7) -> dict[str, dict[str, object]]:
     """Write the fleet under `root` (emptied first); returns the truth per run name."""
     rng = random.Random(seed)
@@ -92,6 +93,9 @@ def generate(root: Path, runs: int = 200, hosts: int = 24, lemon: int = 13, lemo
     lemon_slots = set(rng.sample(range(generated), lemon_jobs))
     lemon_failing = set(rng.sample(sorted(lemon_slots), lemon_failures))
     others = [h for h in range(hosts) if h != lemon]
+    # A busy, healthy host: in more jobs than the lemon, failing only as often as any other.
+    busy_slots = set(rng.sample(sorted(set(range(generated)) - lemon_slots), busy_jobs))
+    others_not_busy = [h for h in others if h != busy]
     names = [f"job-{i:04d}" for i in range(runs)]
     rng.shuffle(names)
     name_iter = iter(names)
@@ -100,8 +104,11 @@ def generate(root: Path, runs: int = 200, hosts: int = 24, lemon: int = 13, lemo
         if slot in lemon_slots:
             pair = [lemon, rng.choice(others)]
             rng.shuffle(pair)
+        elif slot in busy_slots:
+            pair = [busy, rng.choice(others_not_busy)]
+            rng.shuffle(pair)
         else:
-            pair = rng.sample(others, 2)
+            pair = rng.sample(others_not_busy, 2)
         # The failing rank runs on the job's first node: the engine does not yet tell a second node's
         # local ranks apart in a small pdsh-prefixed log (they come out as the first node's).
         if slot in lemon_failing:

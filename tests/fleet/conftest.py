@@ -16,6 +16,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import gen_fleet
 
 LEMON = gen_fleet.host_name(13)
+BUSY = gen_fleet.host_name(5)
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Fleet:
 @pytest.fixture(scope="session")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Fleet:
     root = tmp_path_factory.mktemp("fleet") / "runs"
-    truth = gen_fleet.generate(root, runs=200, lemon=13, lemon_jobs=40, lemon_failures=6)
+    truth = gen_fleet.generate(root, runs=200, lemon=13, lemon_jobs=40, lemon_failures=6, busy=5, busy_jobs=60)
     (root.parent / "truth.json").write_text(json.dumps(truth, indent=1, sort_keys=True))
     return Fleet(root, truth, scan(str(root), jobs=2, cache=None))
 

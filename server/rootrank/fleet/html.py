@@ -34,7 +34,7 @@ def render_html(rows: tuple[RunResult, ...], summary: FleetSummary) -> str:
         "<h2>Failures over time (per ISO week)</h2>", _weeks_svg(summary),
         "<h2>Initiating hosts</h2>",
         "<p>Distinct jobs whose failure started on the host (red), against the jobs the logs show on it "
-        "(grey).</p>", _hosts_svg(summary), _hosts_table(summary),
+        "(grey); ranked by how far the red exceeds what the fleet's rate predicts for the grey.</p>", _hosts_svg(summary), _hosts_table(summary),
         "<h2>Failures by entry</h2>", _table(("entry", "failed runs"), [(r, str(n)) for r, n in summary.by_entry]),
     ]
     if summary.hardware:
@@ -102,12 +102,14 @@ def _hosts_table(summary: FleetSummary) -> str:
     body = []
     for host in summary.hosts[:TOP_HOSTS]:
         share = f"{host.share:.0%}" if host.share is not None else "?"
+        expected = f"{host.expected:.1f}" if host.expected is not None else "?"
         rules = ", ".join(f"{r} x{n}" for r, n in host.rules)
         evidence = "<br>".join(f"{escape(run)}: <code>{escape(line)}</code>" for run, line in host.evidence)
         body.append(f"<tr><td>{escape(host.host)}</td><td class=num>{host.initiated}</td>"
-                    f"<td class=num>{host.ran or '?'}</td><td class=num>{share}</td><td>{escape(rules)}</td>"
+                    f"<td class=num>{host.ran or '?'}</td><td class=num>{expected}</td><td class=num>{share}</td>"
+                    f"<td>{escape(rules)}</td>"
                     f"<td>{evidence}</td></tr>")
-    return ("<table><tr><th>host</th><th>initiated</th><th>ran</th><th>share</th><th>entries</th>"
+    return ("<table><tr><th>host</th><th>initiated</th><th>ran</th><th>expected</th><th>share</th><th>entries</th>"
             f"<th>evidence</th></tr>{''.join(body)}</table>")
 
 

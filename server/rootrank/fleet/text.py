@@ -37,12 +37,13 @@ def render_text(rows: tuple[RunResult, ...], summary: FleetSummary) -> str:
         out.extend(f"  {week}  {failed:>5} of {total} runs" for week, failed, total in summary.by_week)
     if summary.hosts:
         out.append("")
-        out.append("Initiating hosts (distinct jobs whose failure started there / jobs the logs show there):")
+        out.append("Initiating hosts (jobs whose failure started there / jobs the logs show there; expected at "
+                   "the fleet's rate):")
         for host in summary.hosts[:TOP_HOSTS]:
             ran = f"{host.ran}" if host.ran else "?"
-            share = f" ({host.share:.0%})" if host.share is not None else ""
+            expected = f"{host.expected:.1f}" if host.expected is not None else "?"
             rules = ", ".join(f"{rule} x{n}" for rule, n in host.rules)
-            out.append(f"  {host.host:<16} {host.initiated:>4} / {ran:<4}{share:<7} {rules}")
+            out.append(f"  {host.host:<16} {host.initiated:>4} / {ran:<4} expected {expected:<5} {rules}")
             out.extend(f"      {run}: {line[:150]}" for run, line in host.evidence[:2])
     if summary.hardware:
         out.append("")

@@ -3,9 +3,11 @@ they initiated, hardware- and infrastructure-class entries per host.
 
 A node that keeps starting failures is told from one that merely runs many jobs by counting, per
 host, the distinct jobs whose initiating rank ran there against the jobs that ran there at all (when
-the logs name the hosts), and ranking by the initiated jobs first, then by how much that share
-exceeds the fleet's: a busy host with the fleet's usual share of initiations ranks below a host that
-initiates failures in more of its jobs than anyone else.
+the logs name the hosts), and ranking by the excess over what the fleet's rate predicts: `initiated -
+ran x rate`, the rate being initiations per (job, host) pair over the fleet. A busy host with the
+fleet's usual rate has an excess near zero however many jobs it ran; a host that starts failures in
+more of its jobs than the others has a clear positive one. Hosts no log says ran anything are ranked
+by their initiations alone.
 """
 
 from __future__ import annotations
@@ -24,12 +26,17 @@ class HostRank:
     host: str
     initiated: int  # distinct failed runs whose initiating rank ran on this host
     ran: int  # runs whose logs show this host (0 when no log names its hosts)
+    expected: float | None  # initiations the fleet's rate predicts for `ran` jobs (None: ran unknown)
     rules: tuple[tuple[str, int], ...]  # the entries it initiated, most frequent first
     evidence: tuple[tuple[str, str], ...]  # (run, evidence line), the first few
 
     @property
     def share(self) -> float | None:
         return self.initiated / self.ran if self.ran else None
+
+    @property
+    def excess(self) -> float:
+        return self.initiated - (self.expected or 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +48,7 @@ class FleetSummary:
     unreadable: tuple[RunResult, ...]
     by_entry: tuple[tuple[str, int], ...]  # entry id -> failed runs, most frequent first
     by_week: tuple[tuple[str, int, int], ...]  # ISO week ("2026-W48") -> (failed runs, runs), in order
-    hosts: tuple[HostRank, ...]  # ranked, the most suspicious first
+    hosts: tuple[HostRank, ...]  # ranked by excess initiations, the most suspicious first
     hardware: tuple[tuple[str, str, int], ...]  # (host, entry id, runs), by host
 
 
@@ -80,23 +87,18 @@ def rank_hosts(rows: list[RunResult]) -> tuple[HostRank, ...]:
         if row.status == FAILED and row.host:
             initiated[row.host].append(row)
     known = [r for r in rows if r.hosts and r.status != UNREADABLE]
-    # The fleet's share: initiations per (run, host) pair. A host's lift is its share over this.
     pairs = sum(len(r.hosts) for r in known)
-    baseline = sum(1 for r in known if r.status == FAILED and r.host) / pairs if pairs else 0.0
+    rate = sum(1 for r in known if r.status == FAILED and r.host) / pairs if pairs else 0.0
     ranked = []
     for host, failures in initiated.items():
         jobs = {r.run for r in failures}
         rules = Counter(r.rule or "" for r in failures)
+        ran_there = max(ran[host], len(jobs)) if ran[host] else 0
         ranked.append(HostRank(
-            host=host, initiated=len(jobs), ran=max(ran[host], len(jobs)) if ran[host] else 0,
+            host=host, initiated=len(jobs), ran=ran_there, expected=ran_there * rate if ran_there else None,
             rules=tuple(sorted(rules.items(), key=lambda kv: (-kv[1], kv[0]))),
             evidence=tuple((r.run, r.evidence) for r in sorted(failures, key=lambda r: r.run)[:EVIDENCE_PER_HOST])))
-
-    def key(h: HostRank) -> tuple[float, float, str]:
-        lift = (h.share or 0.0) / baseline if baseline else 0.0
-        return (-h.initiated, -lift, h.host)
-
-    return tuple(sorted(ranked, key=key))
+    return tuple(sorted(ranked, key=lambda h: (-round(h.excess, 9), -h.initiated, h.host)))
 
 
 def _week(stamp: str | None) -> str | None:
