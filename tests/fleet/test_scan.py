@@ -110,8 +110,7 @@ def test_a_killed_worker_loses_no_run(fleet: Fleet) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rootrank", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME", "/nonexistent")})
+    return subprocess.run([sys.executable, "-m", "rootrank", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_cli_jsonl_and_html(fleet: Fleet, tmp_path: Path) -> None:

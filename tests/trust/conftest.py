@@ -65,11 +65,26 @@ def cli_env(**extra: str) -> dict[str, str]:
     return env
 
 
+# `python -m rootrank`, reporting its own peak RSS (VmHWM) to a pipe as it exits. wait4's ru_maxrss is
+# not it: exec counts the memory of the process that forked the child (the test runner, however big
+# earlier tests left it).
+_PEAK_RUNNER = (
+    "import atexit, os, runpy\n"
+    "def _peak(fd=int(os.environ.pop('ROOTRANK_TEST_PEAK_FD'))):\n"
+    "    with open('/proc/self/status') as status:\n"
+    "        kib = next(int(line.split()[1]) for line in status if line.startswith('VmHWM:'))\n"
+    "    os.write(fd, str(kib).encode())\n"
+    "atexit.register(_peak)\n"
+    "runpy.run_module('rootrank', run_name='__main__', alter_sys=True)\n")
+
+
 def run_cli(args: list[str], *, stdin: bytes | Path | None = None, env: dict[str, str] | None = None,
             timeout: float = 60, cwd: Path | None = None, allow_timeout: bool = False) -> Run:
-    """`python -m rootrank ARGS` in a child; its own peak RSS from wait4 (not the max over all children)."""
+    """`python -m rootrank ARGS` in a child; its own peak RSS (VmHWM where /proc has it, else wait4's)."""
     import tempfile
 
+    if Path("/proc/self/status").exists():
+        return _run_cli_peak(args, stdin=stdin, env=env, timeout=timeout, cwd=cwd, allow_timeout=allow_timeout)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp:
         if isinstance(stdin, Path):
             stdin_handle: Any = open(stdin, "rb")  # noqa: SIM115
@@ -94,6 +109,47 @@ def run_cli(args: list[str], *, stdin: bytes | Path | None = None, env: dict[str
         err.seek(0)
         result = Run(proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
                      seconds, usage.ru_maxrss / 1024, proc.returncode == -signal.SIGKILL)
+    assert allow_timeout or not result.killed, f"rootrank {args} ran past {timeout}s"
+    return result
+
+
+def _run_cli_peak(args: list[str], *, stdin: bytes | Path | None, env: dict[str, str] | None, timeout: float,
+                  cwd: Path | None, allow_timeout: bool) -> Run:
+    import tempfile
+
+    read_fd, write_fd = os.pipe()
+    child_env = dict(env or cli_env())
+    child_env["ROOTRANK_TEST_PEAK_FD"] = str(write_fd)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp:
+        if isinstance(stdin, Path):
+            stdin_handle: Any = open(stdin, "rb")  # noqa: SIM115
+        else:
+            inp.write(stdin or b"")
+            inp.seek(0)
+            stdin_handle = inp
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen([PY, "-c", _PEAK_RUNNER, *args], stdin=stdin_handle, stdout=out, stderr=err,
+                                    env=child_env, cwd=cwd or REPO, pass_fds=(write_fd,))
+        finally:
+            os.close(write_fd)
+        timer = threading.Timer(timeout, lambda: os.kill(proc.pid, signal.SIGKILL))
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+            if stdin_handle is not inp:
+                stdin_handle.close()
+        with os.fdopen(read_fd, "rb") as pipe:
+            reported = pipe.read()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        peak_mib = int(reported) / 1024 if reported else usage.ru_maxrss / 1024  # killed: no report
+        result = Run(proc.returncode, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"),
+                     seconds, peak_mib, proc.returncode == -signal.SIGKILL)
     assert allow_timeout or not result.killed, f"rootrank {args} ran past {timeout}s"
     return result
 
