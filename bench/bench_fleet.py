@@ -70,7 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    import ray
+    try:
+        import ray
+    except ImportError:
+        print("(skipped: Ray is not installed; pip install 'rootrank[ray]')")
+        return 0
 
     from rootrank.diagnose import diagnose_paths
     from rootrank.fleet import scan
@@ -96,8 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     overhead = empty_s / batch * args.workers  # seconds of one task's overhead on one worker
     per_run = ray_s * args.workers / args.runs  # worker-seconds per run, overhead included
     work = max(per_run - overhead, 1e-9)
-    projected = {n: round(args.runs / (args.runs * (work + overhead) / n), 1) for n in (2, 8, 32, 128)}
     driver_bound = round(batch / empty_s, 1)  # tasks/s the driver can issue and collect at all
+    # n workers finish n runs per (work + overhead) seconds, until the driver's own rate caps them.
+    projected = {n: round(min(n / (work + overhead), driver_bound), 1) for n in (2, 8, 32, 128, 512)}
 
     huge = out / "huge.log"
     with open(huge, "wb") as handle:
@@ -121,7 +126,22 @@ def main(argv: list[str] | None = None) -> int:
         "diagnose_local_s": round(local_d_s, 2), "diagnose_ray_s": round(ray_d_s, 2), "diagnose_ray_tasks": tasks,
         "diagnose_ray_vs_local": round(local_d_s / ray_d_s, 2),
     }
-    print(json.dumps(figures, indent=1))
+    f = figures
+    print(f"fleet: {f['runs']} runs, {f['fleet_mb']} MB (bench/gen_fleet.py); Ray: {f['workers']} worker processes "
+          f"on this machine (cluster start-up {f['ray_start_s']} s, not counted)")
+    print(f"scan, local (all cores):   {f['scan_local_s']:7.2f} s  {f['scan_local_runs_s']:6.1f} runs/s  "
+          f"{f['scan_local_mb_s']:6.1f} MB/s")
+    print(f"scan, Ray ({f['workers']} workers):     {f['scan_ray_s']:7.2f} s  {f['scan_ray_runs_s']:6.1f} runs/s  "
+          f"{f['scan_ray_mb_s']:6.1f} MB/s  ({f['scan_local_s'] / f['scan_ray_s']:.2f}x local; identical JSONL)")
+    print(f"Ray per-task overhead:     {f['ray_task_overhead_ms']} ms per task per worker (400 empty tasks); the "
+          f"driver issues and collects {f['ray_driver_tasks_s']} tasks/s at most")
+    print(f"per run:                   {work * 1000:.0f} ms of work + {overhead * 1000:.1f} ms of task overhead "
+          "(worker-seconds)")
+    print("projected scan rate, runs/s by workers: " + ", ".join(f"{n}: {v}" for n, v in projected.items())
+          + " (n / (work + overhead), capped by the driver)")
+    print(f"diagnose, one {f['huge_mb']} MB 64-rank run in {f['huge_files']} per-node files: local "
+          f"{f['diagnose_local_s']} s, --ray {f['diagnose_ray_s']} s ({f['diagnose_ray_vs_local']}x local), "
+          f"{f['diagnose_ray_tasks']} tasks; same diagnosis")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1))
     return 0
