@@ -170,6 +170,10 @@ def _run_scan(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"rootrank: --ray needs Ray: pip install 'rootrank[ray]' ({exc})", file=sys.stderr)
         return EXIT_ERROR
+    except ConnectionError as exc:
+        print(f"rootrank: cannot reach the Ray cluster at {args.ray}: {str(exc).splitlines()[0] if str(exc) else exc!r}",
+              file=sys.stderr)
+        return EXIT_ERROR
     finally:
         if progress is not None:
             progress.close()

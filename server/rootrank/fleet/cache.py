@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -20,6 +21,7 @@ from rootrank.fleet.runs import Run
 from rootrank.library import rules_dir
 
 CACHE_SCHEMA = "rootrank.scan-cache/1"
+LOG = logging.getLogger(__name__)
 
 
 def default_cache_path(root: str) -> Path:
@@ -84,10 +86,16 @@ class ScanCache:
         """Write atomically (a scan interrupted while saving keeps the previous cache)."""
         if self.path is None or not self.dirty:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         data = {"schema": CACHE_SCHEMA, "library": self._stamp,
                 "runs": [{"path": p, "files": f, "row": r} for p, (f, r) in sorted(self._rows.items())]}
-        fd, temporary = tempfile.mkstemp(prefix=".scan-", dir=self.path.parent)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(prefix=".scan-", dir=self.path.parent)
+        except OSError as exc:
+            # A cache that cannot be written costs the next scan time, not this scan its result.
+            LOG.warning("rootrank: cannot write the scan cache %s (%s); going on without it", self.path, exc)
+            self.path = None
+            return
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(data, handle, separators=(",", ":"))
