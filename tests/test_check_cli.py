@@ -186,3 +186,17 @@ def test_stdin_with_a_file_name(monkeypatch: pytest.MonkeyPatch, capsys: pytest.
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"gradient_checkpointing: true\n")))
     assert run("--stdin-filename", "args.yaml", "-") == cli.EXIT_FOUND
     assert capsys.readouterr().out.startswith("args.yaml:1:1: checkpoint.use-reentrant-explicit ")
+
+
+def test_an_accelerate_config_pairs_only_with_scripts_beside_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = "distributed_type: FSDP\nfsdp_config:\n  fsdp_activation_checkpointing: true\n"
+    script = "from transformers import TrainingArguments\nargs = TrainingArguments('o', gradient_checkpointing=True)\n"
+    (tmp_path / "examples" / "configs").mkdir(parents=True)
+    (tmp_path / "examples" / "configs" / "fsdp.yaml").write_text(config)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.py").write_text(script)
+    run("--select", "checkpoint.fsdp-double-checkpoint", str(tmp_path))
+    assert "fsdp-double-checkpoint" not in capsys.readouterr().out  # another corner of the repository
+    (tmp_path / "examples" / "train.py").write_text(script)
+    run("--select", "checkpoint.fsdp-double-checkpoint", str(tmp_path))
+    assert "examples/configs/fsdp.yaml:3:3: checkpoint.fsdp-double-checkpoint" in capsys.readouterr().out

@@ -11,6 +11,7 @@ a new file; no test code changes. Regenerate the goldens after a deliberate chan
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import sys
@@ -19,15 +20,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rootrank.check import check_source
+from rootrank.check import check_source, fix_source
 from rootrank.check.configs import DEFAULT_SEVERITY
 from rootrank.check.fixes import apply_fixes
+from rootrank.check.notebook import apply_to_cells, notebook_module, parse_notebook
 from rootrank.check.registry import RULES
 from rootrank.check.source import Locator
 from rootrank.model import Applicability, Finding, Fix
 
 ROOT = Path(__file__).parent / "check"
-SUFFIXES = (".py", ".json", ".yaml", ".yml", ".sh")
+SUFFIXES = (".py", ".ipynb", ".json", ".yaml", ".yml", ".sh")
 UPDATE = os.environ.get("ROOTRANK_UPDATE_GOLDEN") == "1"
 CASES = sorted(p for p in ROOT.glob("*/*") if p.suffix in SUFFIXES and ".fixed" not in p.suffixes)
 
@@ -41,17 +43,15 @@ def _name(path: Path) -> str:
 
 
 def render(findings: list[Finding]) -> str:
-    return "".join(f"{f.line}:{f.column} {f.rule} {f.message}\n" for f in findings)
+    return "".join(f"{'' if f.cell is None else f'cell {f.cell}:'}{f.line}:{f.column} {f.rule} {f.message}\n"
+                   for f in findings)
 
 
 def fix_all(source: str, name: str, unsafe: bool) -> str:
     """What `rootrank check --fix` does to a file: fix, re-check, until nothing changes."""
-    for _ in range(10):
-        fixed = apply_fixes(source, check_source(source, name), unsafe=unsafe)
-        if fixed == source:
-            return source
-        source = fixed
-    raise AssertionError(f"{name}: fixes did not converge")
+    fixed, _ = fix_source(source, name, unsafe=unsafe)
+    assert fix_source(fixed, name, unsafe=unsafe)[0] == fixed, f"{name}: fixes did not converge"
+    return fixed
 
 
 def _fixed_path(case: Path) -> Path:
@@ -61,6 +61,8 @@ def _fixed_path(case: Path) -> Path:
 def parses(text: str, suffix: str) -> None:
     if suffix == ".py":
         ast.parse(text)
+    elif suffix == ".ipynb":
+        ast.parse(notebook_module(parse_notebook(text)).text)
     elif suffix == ".json":
         json.loads(text)
     elif suffix in (".yaml", ".yml"):
@@ -114,7 +116,7 @@ def test_fix_is_idempotent_and_parses(case: Path, unsafe: bool) -> None:
     source = case.read_text(encoding="utf-8")
     once = fix_all(source, _name(case), unsafe)
     parses(once, case.suffix)
-    assert apply_fixes(once, check_source(once, _name(case)), unsafe=unsafe) == once
+    assert fix_source(once, _name(case), unsafe=unsafe)[0] == once
     assert not [f for f in check_source(once, _name(case)) if f.fix and
                 (f.fix.applicability is Applicability.SAFE or unsafe) and
                 any(x.applicability is Applicability.SAFE for x in f.fixes)], "a safe fix survived --fix"
@@ -123,6 +125,12 @@ def test_fix_is_idempotent_and_parses(case: Path, unsafe: bool) -> None:
 @pytest.mark.parametrize("case", CASES, ids=_id)
 def test_each_fix_alone_parses_and_stays_in_range(case: Path) -> None:
     source = case.read_text(encoding="utf-8")
+    if case.suffix == ".ipynb":
+        for finding in check_source(source, _name(case)):
+            for fix in finding.fixes:
+                alone = dataclasses.replace(finding, fixes=(Fix(fix.title, Applicability.SAFE, fix.edits),))
+                parses(apply_to_cells(source, [alone], lambda cell, found: apply_fixes(cell, found)), case.suffix)
+        return
     locator = Locator(source)
     for finding in check_source(source, _name(case)):
         for fix in finding.fixes:

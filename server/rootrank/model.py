@@ -195,6 +195,9 @@ class Finding:
     end_column: int
     message: str
     fixes: tuple[Fix, ...] = ()  # in the rule's order of recommendation; `fix` is the preferred one
+    # In a Jupyter notebook: the 1-based cell number (all cells counted, as Jupyter shows them); `line`,
+    # `end_line` and the fixes' edits are then positions inside that cell.
+    cell: int | None = None
 
     @property
     def fix(self) -> Fix | None:

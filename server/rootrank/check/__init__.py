@@ -17,12 +17,14 @@ from rootrank.check.source import MENTIONS_CHECKPOINTING, Locator
 from rootrank.check.walker import collect, run_rules
 from rootrank.model import Finding, Severity
 
-__all__ = ["SYNTAX_ERROR", "CheckOptions", "check_source", "filter_findings", "is_config", "severity_of"]
+__all__ = ["SYNTAX_ERROR", "CheckOptions", "check_source", "filter_findings", "fix_source", "is_config",
+           "is_notebook", "severity_of"]
 
 LOG = logging.getLogger(__name__)
 
 SYNTAX_ERROR = "syntax-error"
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".sh")
+NOTEBOOK_SUFFIX = ".ipynb"
 _NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<ids>[\w.\-]+(?:[ \t]*,[ \t]*[\w.\-]+)*))?", re.I)
 
 
@@ -30,11 +32,48 @@ def is_config(path: str) -> bool:
     return path.lower().endswith(CONFIG_SUFFIXES)
 
 
+def is_notebook(path: str) -> bool:
+    return path.lower().endswith(NOTEBOOK_SUFFIX)
+
+
+def _check_notebook(source: str, path: str, options: CheckOptions) -> list[Finding]:
+    """The notebook's code cells as one module; findings (and fixes) in (cell, line) positions. A cell
+    that does not parse is reported and left out, and the other cells are still checked (a notebook is
+    often saved with one broken cell)."""
+    from rootrank.check.notebook import NotebookError, notebook_module, parse_notebook, to_cells
+
+    try:
+        data = parse_notebook(source)
+    except NotebookError as problem:
+        return [Finding(SYNTAX_ERROR, Severity.ERROR, path, 1, 1, 1, 1, f"cannot read: {problem}")]
+    broken: list[Finding] = []
+    skipped: set[int] = set()
+    for _ in range(len(data["cells"]) + 1):
+        module = notebook_module(data, skip=skipped)
+        if not MENTIONS_CHECKPOINTING.search(module.text):
+            return broken
+        locator = Locator(module.text)
+        try:
+            findings = _check_python(module.text, path, locator, options)
+        except Exception:
+            LOG.exception("rootrank: checking %s failed; no findings for it", path)
+            return []
+        unparsed = next((f for f in findings if f.rule == SYNTAX_ERROR), None)
+        where = module.locate(unparsed.line) if unparsed is not None else None
+        if unparsed is None or where is None:
+            return [*broken, *to_cells(module, filter_findings(findings, locator, options))]
+        broken.extend(to_cells(module, [unparsed]))
+        skipped.add(where[0])
+    return []
+
+
 def check_source(source: str, path: str, options: CheckOptions | None = None) -> list[Finding]:
     """Findings for one file's text; pure, and never raises on bad input."""
     options = options or CheckOptions()
     if not MENTIONS_CHECKPOINTING.search(source):
         return []
+    if is_notebook(path):
+        return _check_notebook(source, path, options)
     locator = Locator(source)
     try:
         if is_config(path):
@@ -47,6 +86,31 @@ def check_source(source: str, path: str, options: CheckOptions | None = None) ->
         LOG.exception("rootrank: checking %s failed; no findings for it", path)
         return []
     return filter_findings(findings, locator, options)
+
+
+MAX_FIX_PASSES = 10  # as ruff: re-check after each pass, since overlapping fixes wait for the next one
+
+
+def fix_source(source: str, path: str, options: CheckOptions | None = None,
+               unsafe: bool = False) -> tuple[str, int]:
+    """The text after `--fix` (safe fixes; `unsafe` adds the unsafe ones), re-checked after each pass until
+    nothing changes, and how many findings were fixed. Notebooks are fixed cell by cell."""
+    from rootrank.check.fixes import apply_fixes, choose
+
+    count = 0
+    for _ in range(MAX_FIX_PASSES):
+        findings = check_source(source, path, options)
+        if is_notebook(path):
+            from rootrank.check.notebook import apply_to_cells
+
+            fixed = apply_to_cells(source, findings, lambda cell, found: apply_fixes(cell, found, unsafe=unsafe))
+        else:
+            fixed = apply_fixes(source, findings, unsafe=unsafe)
+        if fixed == source:
+            break
+        count += sum(1 for f in findings if choose(f, unsafe) is not None)
+        source = fixed
+    return source, count
 
 
 def filter_findings(findings: list[Finding], locator: Locator, options: CheckOptions) -> list[Finding]:

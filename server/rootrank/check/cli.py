@@ -17,18 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rootrank import __version__
-from rootrank.check import CONFIG_SUFFIXES, CheckOptions, check_source
-from rootrank.check.fixes import apply_fixes, ordered_fixes, preferred
+from rootrank.check import CONFIG_SUFFIXES, NOTEBOOK_SUFFIX, CheckOptions, check_source, fix_source
+from rootrank.check.fixes import ordered_fixes, preferred
 from rootrank.check.options import matches
 from rootrank.model import Applicability, Finding, Fix, plain
 
 LOG = logging.getLogger(__name__)
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 SCHEMA = "rootrank.check/1"
-SUFFIXES = (".py", *CONFIG_SUFFIXES)
+SUFFIXES = (".py", NOTEBOOK_SUFFIX, *CONFIG_SUFFIXES)
 SKIP_DIRS = frozenset({".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache", ".ruff_cache",
                        ".pytest_cache", ".tox", ".nox", "build", "dist", "site-packages"})
-MAX_FIX_PASSES = 10  # as ruff: re-check after each pass, since overlapping fixes wait for the next one
 
 
 class InputError(Exception):
@@ -44,7 +43,8 @@ class Results:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH", default=["."],
-                        help="Python files, configs (*.json, *.yaml, *.yml, *.sh) or directories (default: .)")
+                        help="Python files, notebooks (*.ipynb), configs (*.json, *.yaml, *.yml, *.sh) or "
+                             "directories (default: .)")
     parser.add_argument("--format", choices=sorted(FORMATS), default="text", dest="output_format")
     parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     parser.add_argument("--unsafe-fixes", action="store_true",
@@ -157,14 +157,8 @@ def read_source(path: str) -> str:
 
 
 def _fix_file(path: str, source: str, options: CheckOptions, unsafe: bool) -> tuple[str, int]:
-    original, count = source, 0
-    for _ in range(MAX_FIX_PASSES):
-        findings = check_source(source, path, options)
-        fixed = apply_fixes(source, findings, unsafe=unsafe)
-        if fixed == source:
-            break
-        count += sum(1 for f in findings if _applicable(f, unsafe))
-        source = fixed
+    original = source
+    source, count = fix_source(source, path, options, unsafe)
     if source != original:
         # Never overwrite an edit saved while we were checking: fix only the text we read.
         try:
@@ -214,7 +208,8 @@ def format_text(results: Results) -> str:
     for f in results.findings:
         fix = preferred(f)
         mark = "" if fix is None else (" [*]" if fix.applicability is Applicability.SAFE else " [unsafe fix]")
-        lines.append(f"{f.path}:{f.line}:{f.column}: {f.rule}{mark} {f.message}\n")
+        where = f"{f.path}:{f.line}:{f.column}" if f.cell is None else f"{f.path}:cell {f.cell}:{f.line}:{f.column}"
+        lines.append(f"{where}: {f.rule}{mark} {f.message}\n")
     return "".join(lines)
 
 
@@ -228,6 +223,8 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
         "fix": _fix_to_json(first) if (first := preferred(finding)) is not None else None,
         "fixes": [_fix_to_json(f) for f in ordered_fixes(finding)],
     }
+    if finding.cell is not None:
+        data["cell"] = finding.cell  # a notebook: `line`/`end_line` count inside that cell
     if len(finding.fixes) > 1:
         data["alternative_fixes"] = [_fix_to_json(f) for f in ordered_fixes(finding)[1:]]
     return data

@@ -9,6 +9,7 @@ parsed gives one `syntax-error` finding, as a Python file does.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from collections.abc import Iterator
@@ -289,6 +290,11 @@ def _number(value: str | None) -> int | None:
 _HF_CHECKPOINTING = re.compile(r"gradient_checkpointing_enable\s*\(|gradient_checkpointing\s*=\s*True")
 
 
+def _beside(script: str, config: str) -> bool:
+    a, b = os.path.dirname(os.path.abspath(script)), os.path.dirname(os.path.abspath(config))
+    return a == b or os.path.dirname(a) == b or os.path.dirname(b) == a
+
+
 def cross_file(sources: dict[str, str]) -> list[Finding]:
     """An Accelerate config with FSDP activation checkpointing, and Python in the same run that also
     turns on transformers' gradient checkpointing: every block is checkpointed twice."""
@@ -296,12 +302,17 @@ def cross_file(sources: dict[str, str]) -> list[Finding]:
     enabling = [(path, match, text) for path, match, text in python if match is not None]
     if not enabling:
         return []
-    path_py, match, text_py = enabling[0]
-    line_py = text_py.count("\n", 0, match.start()) + 1 if match else 1
     findings = []
     for path, text in sources.items():
         if not path.lower().endswith((".yaml", ".yml")) or "fsdp_activation_checkpointing" not in text:
             continue
+        # A repository holds many scripts and configs: only a script beside the config (same folder, or
+        # the folder above or below it) is taken to run with it.
+        near = [e for e in enabling if _beside(e[0], path)]
+        if not near:
+            continue
+        path_py, match, text_py = near[0]
+        line_py = text_py.count("\n", 0, match.start()) + 1 if match else 1
         try:
             config = _Config(path, text, Locator(text))
         except (ValueError, yaml.YAMLError, RecursionError):

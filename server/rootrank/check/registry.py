@@ -25,6 +25,9 @@ class Violation:
     node: ast.AST
     message: str
     fixes: tuple[Fix, ...] = ()
+    # A milder severity than the entry's, for a site that is fragile rather than failing (e.g. forced
+    # reentrant checkpointing under DDP that works until a parameter goes unused).
+    severity: Severity | None = None
 
 
 RuleFunction = Callable[["Semantic"], Iterable[Violation]]

@@ -368,6 +368,16 @@ class Semantic:
         """Local classes constructed anywhere in the file."""
         return self._built.get(0, set())
 
+    def trl_sets_non_reentrant(self, site: CallSite) -> bool:
+        """A TRL config (`SFTConfig`, `DPOConfig`, ...) that leaves `gradient_checkpointing_kwargs` to TRL:
+        TRL's trainers then pass `use_reentrant=False` themselves
+        (`args.gradient_checkpointing_kwargs.setdefault("use_reentrant", False)`, trl
+        trainer/dpo_trainer.py:860 and the other trainers at f2cd577, 2026-07) and call
+        `enable_input_require_grads()` for PEFT models (dpo_trainer.py:694)."""
+        name = self.qualified(site.node.func) or ""
+        return name.startswith("trl.") and not any(
+            k.arg in (None, "gradient_checkpointing_kwargs") for k in site.node.keywords)
+
     def training_arguments(self) -> Iterator[CallSite]:
         """`TrainingArguments(...)`-like constructors of transformers and trl."""
         for name, sites in self._by_callee.items():

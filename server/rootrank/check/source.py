@@ -26,9 +26,10 @@ SUBSTRINGS = (
     "DistributedDataParallel", "find_unused_parameters", "static_graph", "autograd", "backward",
     "requires_grad", "require_grads", "peft", "lora", "LoRA", "ModuleList", "Sequential", "fully_shard", "FullyShardedDataParallel",
     "TrainingArguments", "Config", "use_cache", "partial", "from_pretrained", "from_config", "named_parameters", "register_forward_hook",
+    "dropout", "add_adapter", "load_adapter",
 )
 WORDS = (
-    "DDP", "FSDP", "generate", "parameters", "Embedding", "embed", "wte", "ReLU", "ReLU6", "GELU",
+    "DDP", "FSDP", "generate", "eval", "parameters", "Embedding", "embed", "wte", "ReLU", "ReLU6", "GELU",
     "SiLU", "Mish", "Tanh", "Sigmoid", "Hardswish", "Hardsigmoid", "LeakyReLU", "ELU", "SELU", "Softplus",
     "Softmax", "LogSoftmax", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "Identity",
     "LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Flatten",

@@ -236,8 +236,8 @@ def run_rules(semantic: Semantic, selected: Iterable[str], severities: dict[str,
 
 def to_finding(semantic: Semantic, rule_id: str, severity: Severity, violation: Violation) -> Finding:
     line, column, end_line, end_column = semantic.span(violation.node)
-    return Finding(rule_id, severity, semantic.path, line, column, end_line, end_column, violation.message,
-                   _dedupe(violation.fixes))
+    return Finding(rule_id, violation.severity or severity, semantic.path, line, column, end_line, end_column,
+                   violation.message, _dedupe(violation.fixes))
 
 
 def _dedupe(fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:

@@ -21,8 +21,9 @@ import ast
 from collections.abc import Iterator
 
 from rootrank.check import edits
+from rootrank.check.names import dotted
 from rootrank.check.registry import Violation, rule
-from rootrank.check.semantic import Semantic, keyword
+from rootrank.check.semantic import Frame, Semantic, keyword
 from rootrank.model import Applicability, Severity
 
 RULE = "checkpoint.hf-use-cache"
@@ -42,15 +43,32 @@ def hf_use_cache(semantic: Semantic) -> Iterator[Violation]:
     for site in semantic.calls:
         if isinstance(site.node.func, ast.Attribute) and site.node.func.attr == "generate":
             continue
+        if not _same_training_code(semantic, enabling, site.frame, site.node):
+            continue
         found = keyword(site.node, "use_cache")
         if found is not None and isinstance(found.value, ast.Constant) and found.value.value is True:
             yield Violation(found, message, edits.fixes(
                 edits.fix("Set `use_cache=False`", applicability, edits.replace(semantic, found.value, "False"))))
     for assign in semantic.assigns:
+        if not _same_training_code(semantic, enabling, assign.frame, assign.value):
+            continue
         if isinstance(assign.value, ast.Constant) and assign.value.value is True and any(
                 isinstance(t, ast.Attribute) and t.attr == "use_cache" for t in assign.targets):
             yield Violation(assign.targets[0], message, edits.fixes(
                 edits.fix("Set `use_cache = False`", applicability, edits.replace(semantic, assign.value, "False"))))
+
+
+def _same_training_code(semantic: Semantic, enabling: ast.AST, frame: Frame, node: ast.AST) -> bool:
+    """Whether a `use_cache=True` belongs to the code that trains with checkpointing: the same function
+    (or both at module level), not under `no_grad`/`inference_mode`, and not switching the model to
+    inference (`.eval()` later in the same function: re-enabling the cache for generation)."""
+    enabling_frame = next((s.frame for s in semantic.calls if s.node is enabling), None)
+    if enabling_frame is None or enabling_frame.function is not frame.function:
+        return False
+    if any("no_grad" in (dotted(w) or "") or "inference_mode" in (dotted(w) or "") for w in frame.withs):
+        return False
+    line = getattr(node, "lineno", 0)
+    return not any(s.frame.function is frame.function and s.node.lineno >= line for s in semantic.method_calls("eval"))
 
 
 def _checkpointing_on(semantic: Semantic) -> ast.AST | None:

@@ -99,6 +99,11 @@ def _conditional(semantic: Semantic, site: CheckpointSite, loop: ast.For | ast.A
     if not branches:
         return None
     blocks, index = _blocks(loop)
+    walked = blocks.value if isinstance(blocks, ast.Subscript) else blocks
+    if isinstance(walked, ast.Call) and index is None:
+        # A walk over every module (`named_modules()`, a helper's list) where the `if` decides which ones
+        # are blocks (a wrap policy, `isinstance(m, Block)`): selecting the blocks, not leaving some out.
+        return None
     label = f"`{dotted(blocks) or semantic.text(blocks)}`"
     total = _count(semantic, site, blocks)
     covered = None
@@ -157,6 +162,10 @@ def _evaluate(semantic: Semantic, site: CheckpointSite, expr: ast.expr, index: s
 def _sliced(semantic: Semantic, site: CheckpointSite, loop: ast.For | ast.AsyncFor) -> Violation | None:
     blocks, _ = _blocks(loop)
     if not (isinstance(blocks, ast.Subscript) and isinstance(blocks.slice, ast.Slice)):
+        return None
+    if isinstance(blocks.value, ast.Call):
+        # A slice of a computed list (`get_module_children_bottom_up(model)[:-1]` drops the root itself):
+        # what it leaves out is not known to be blocks.
         return None
     part = blocks.slice
     if part.lower is None and part.upper is None and part.step is None:

@@ -5,7 +5,9 @@ Flags reentrant checkpoints in a file that wraps the model in
 `DistributedDataParallel(..., find_unused_parameters=True)` (or sets
 `TrainingArguments(ddp_find_unused_parameters=True)`), and reentrant checkpoints that run the same
 module twice in one forward (a shared block, or a block checkpointed in a loop) under DDP.
-`static_graph=True` (or `_set_static_graph()`) silences it: DDP then supports both.
+`static_graph=True` (or `_set_static_graph()`) silences it: DDP then supports both. A reentrant mode
+forced explicitly (`use_reentrant=True`) under DDP without `static_graph` is a warning: it trains until
+a parameter goes unused or a block is reused.
 
 ## Why is this bad?
 The reentrant recomputation runs its own backward inside DDP's backward: parameters are marked
@@ -13,6 +15,8 @@ ready twice and the run fails with "Expected to mark a variable ready only once"
 
 ## Fix safety
 `use_reentrant=False` is unsafe (recomputation semantics change) but is the fix DDP recommends.
+`static_graph=True` on the DDP call is unsafe too: it is only right when the set of used parameters
+never changes between iterations.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from collections.abc import Iterator
 from rootrank.check import edits
 from rootrank.check.registry import Violation, rule
 from rootrank.check.rules._common import at_line, report_sites
-from rootrank.check.semantic import DDP, CheckpointSite, Frame, Semantic, keyword, target_names
+from rootrank.check.semantic import DDP, CallSite, CheckpointSite, Frame, Semantic, keyword, target_names
 from rootrank.model import Applicability, Severity
 
 RULE = "checkpoint.reentrant-ddp"
@@ -60,10 +64,30 @@ def reentrant_ddp(semantic: Semantic) -> Iterator[Violation]:
             "parameters ready a second time and DDP fails with 'Expected to mark a variable ready only once'; "
             "use `use_reentrant=False` (or DDP `static_graph=True`)"))
         return
-    yield from report_sites(semantic, _twice(sites), (
+    twice = list(_twice(sites))
+    yield from report_sites(semantic, twice, (
         "reentrant `{api}()` runs the same module more than once in one forward under DistributedDataParallel: "
         "its parameters are marked ready twice ('Expected to mark a variable ready only once'); use "
         "`use_reentrant=False` or DDP `static_graph=True`"))
+    if not twice and ddp_calls:
+        yield from _forced(semantic, sites, ddp_calls[0])
+
+
+def _forced(semantic: Semantic, sites: list[CheckpointSite], ddp: CallSite) -> Iterator[Violation]:
+    """Reentrant checkpointing asked for explicitly under DDP without `static_graph`: it trains today,
+    and fails with 'marked ready twice' the day a parameter goes unused or a block is reused."""
+    static = edits.fix("Declare the graph static (`static_graph=True`; unsafe: the graph must not change "
+                       "between iterations)", Applicability.UNSAFE,
+                       edits.add_keyword(semantic, ddp.node, "static_graph=True"))
+    for site in sites:
+        if not site.explicit:
+            continue
+        message = (f"reentrant `{site.api}()` forced under DistributedDataParallel ({at_line(ddp.node)}) without "
+                   "`static_graph=True`: it works only while every parameter is used exactly once per backward; "
+                   "an unused parameter or a reused block fails with 'Expected to mark a variable ready only "
+                   "once'. Pass `static_graph=True` to DDP, or use `use_reentrant=False`")
+        yield Violation(site.call.func, message, edits.fixes(
+            edits.use_non_reentrant(semantic, site.call, site.api), static), severity=Severity.WARNING)
 
 
 def _hf_reentrant(semantic: Semantic, call: ast.Call) -> bool:

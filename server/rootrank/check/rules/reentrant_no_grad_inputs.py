@@ -7,7 +7,11 @@ Flags reentrant checkpointing when the first checkpointed block's input comes fr
 - a PEFT/LoRA model (`get_peft_model`, or `prepare_model_for_kbit_training(...,
   use_gradient_checkpointing=False)`) with reentrant gradient checkpointing enabled
   (`gradient_checkpointing_enable()` or `TrainingArguments(gradient_checkpointing=True)` without
-  `use_reentrant=False`) and no `enable_input_require_grads()`.
+  `use_reentrant=False`) and no `enable_input_require_grads()`; not when `get_peft_model` certainly
+  runs after `gradient_checkpointing_enable()` (PEFT then enables input grads itself: peft 0.21.2
+  peft_model.py:184, `if getattr(model, "is_gradient_checkpointing", True)`);
+- adapters attached with `add_adapter()`/`load_adapter()` after reentrant
+  `gradient_checkpointing_enable()` (transformers only prepares the inputs for adapters loaded before).
 `prepare_model_for_kbit_training` with its default `use_gradient_checkpointing=True` makes the
 inputs require grad itself, so it is not flagged.
 
@@ -42,6 +46,7 @@ _EMBEDDING_WORDS = ("emb", "wte", "wpe", "tok_")
 def reentrant_no_grad_inputs(semantic: Semantic) -> Iterator[Violation]:
     if _inputs_made_trainable(semantic):
         return
+    yield from _adapters_after_enable(semantic)
     peft = _peft_call(semantic)
     if peft is not None:
         yield from _peft(semantic, peft)
@@ -56,9 +61,43 @@ def reentrant_no_grad_inputs(semantic: Semantic) -> Iterator[Violation]:
         "'None of the inputs have requires_grad=True'); use `use_reentrant=False`"))
 
 
+def _runs_after(later: ast.AST, earlier: ast.AST, semantic: Semantic) -> bool:
+    """Whether `later` certainly runs after `earlier`: both in the same function (or both at module
+    level), `later` on a later line and not inside a loop that could run it first."""
+    frames = {id(site.node): site.frame for site in semantic.calls}
+    first, second = frames.get(id(earlier)), frames.get(id(later))
+    if first is None or second is None or first.function is not second.function or second.loops:
+        return False
+    return (getattr(later, "lineno", 0), getattr(later, "col_offset", 0)) > \
+        (getattr(earlier, "lineno", 0), getattr(earlier, "col_offset", 0))
+
+
+def _adapters_after_enable(semantic: Semantic) -> Iterator[Violation]:
+    """`model.add_adapter(...)` / `load_adapter(...)` after reentrant `gradient_checkpointing_enable()`.
+
+    transformers makes the inputs require grad inside `gradient_checkpointing_enable()` only when PEFT
+    adapters are already loaded (`_hf_peft_config_loaded`, transformers 4.35-4.57
+    modeling_utils.py:3709); adapters attached afterwards sit behind frozen inputs and get no gradient.
+    """
+    enables = [s for s in semantic.reentrant_sites() if s.api == "gradient_checkpointing_enable"]
+    for method in ("add_adapter", "load_adapter"):
+        for attach in semantic.method_calls(method):
+            enable = next((e for e in enables if _runs_after(attach.node, e.call, semantic)), None)
+            if enable is None:
+                continue
+            yield Violation(attach.node.func, (
+                f"`{method}()` after reentrant `gradient_checkpointing_enable()` ({at_line(enable.call)}): "
+                "transformers makes the inputs require grad only for adapters loaded before checkpointing was "
+                "enabled, so these adapters get no gradient; attach them first, call "
+                "`model.enable_input_require_grads()`, or pass "
+                '`gradient_checkpointing_kwargs={"use_reentrant": False}`'),
+                edits.fixes(edits.use_non_reentrant(semantic, enable.call, enable.api)))
+
+
 def _inputs_made_trainable(semantic: Semantic) -> bool:
-    if any(semantic.method_calls("enable_input_require_grads")) or any(semantic.method_calls("register_forward_hook")):
-        return True
+    if any(semantic.method_calls("enable_input_require_grads")) or any(semantic.method_calls("register_forward_hook")) \
+            or any(semantic.method_calls("prepare_model_for_gradient_checkpointing")):
+        return True  # (PeftModel.prepare_model_for_gradient_checkpointing calls enable_input_require_grads)
     for site in semantic.method_calls("requires_grad_"):
         args = site.node.args
         if not args or semantic.literal(args[0]) is True:
@@ -85,11 +124,14 @@ def _peft(semantic: Semantic, peft: ast.Call) -> Iterator[Violation]:
                f"(PEFT wraps the model at {at_line(peft)}): the frozen embeddings feed the first checkpointed "
                "block inputs that do not require grad, so the adapters get no gradient; pass "
                '`gradient_checkpointing_kwargs={"use_reentrant": False}` or call `model.enable_input_require_grads()`')
+    wraps = [c.node for c in semantic.calls if (semantic.qualified(c.node.func) or "").endswith(".get_peft_model")]
     for site in semantic.reentrant_sites():
-        if site.api == "gradient_checkpointing_enable":
+        if site.api == "gradient_checkpointing_enable" and not any(_runs_after(w, site.call, semantic) for w in wraps):
             yield Violation(site.call.func, message,
                             edits.fixes(edits.use_non_reentrant(semantic, site.call, site.api)))
     for args in semantic.training_arguments():
+        if semantic.trl_sets_non_reentrant(args) or (semantic.qualified(args.node.func) or "").startswith("trl."):
+            continue  # TRL's trainers make a PEFT model's inputs require grad themselves
         enabled = keyword(args.node, "gradient_checkpointing")
         if enabled is None or semantic.literal(enabled.value, args.frame) is not True:
             continue
@@ -118,8 +160,11 @@ def _embedding_freeze(semantic: Semantic) -> ast.AST | None:
                 return target
             if value is False and _frozen_in_loop(target, assign, embedding_only=True):
                 return target
-            if value is not True and not _mentions_embedding(assign.value) and _frozen_in_loop(target, assign):
-                return target  # `p.requires_grad = "lora_" in name`: everything else, embeddings too, is frozen
+            if not isinstance(value, bool) and not _mentions_embedding(assign.value) and _frozen_in_loop(target, assign):
+                # `p.requires_grad = "lora_" in name`: everything but the adapters, embeddings too, is frozen.
+                # A literal `False` over every parameter freezes the checkpointed blocks as well (a generic
+                # `freeze(module)` helper): that says nothing about the blocks' inputs.
+                return target
     return None
 
 

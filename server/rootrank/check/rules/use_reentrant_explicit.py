@@ -42,9 +42,9 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
             continue
         call = site.call
         if site.api == "gradient_checkpointing_enable":
-            message = ("`gradient_checkpointing_enable()` without `gradient_checkpointing_kwargs`: transformers "
-                       "checkpoints reentrant (`use_reentrant=True`) and PyTorch warns on every call; pass "
-                       '`gradient_checkpointing_kwargs={"use_reentrant": False}`')
+            message = ("`gradient_checkpointing_enable()` without `gradient_checkpointing_kwargs`: the mode is "
+                       "transformers' default, reentrant (`use_reentrant=True`) up to 4.57 and non-reentrant from 5.0; "
+                       'pass `gradient_checkpointing_kwargs={"use_reentrant": False}` to run the same mode on both')
             yield Violation(call.func, message, _kwargs_fixes(semantic, call, site.api))
             continue
         message = (f"`{site.api}()` without `use_reentrant`: the default is the legacy reentrant mode, PyTorch warns "
@@ -60,15 +60,17 @@ def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
             keep,
         ))
     for args in semantic.training_arguments():
+        if semantic.trl_sets_non_reentrant(args):
+            continue
         call = args.node
         enabled = keyword(call, "gradient_checkpointing")
         if enabled is None or semantic.literal(enabled.value, args.frame) is not True:
             continue
         if keyword(call, "gradient_checkpointing_kwargs") or any(k.arg is None for k in call.keywords):
             continue
-        message = ("`gradient_checkpointing=True` without `gradient_checkpointing_kwargs`: transformers checkpoints "
-                   "reentrant (`use_reentrant=True`) and PyTorch warns on every step; add "
-                   '`gradient_checkpointing_kwargs={"use_reentrant": False}`')
+        message = ("`gradient_checkpointing=True` without `gradient_checkpointing_kwargs`: the mode is transformers' "
+                   "default, reentrant (`use_reentrant=True`) up to 4.57 and non-reentrant from 5.0; add "
+                   '`gradient_checkpointing_kwargs={"use_reentrant": False}` to run the same mode on both')
         yield Violation(enabled, message, _kwargs_fixes(semantic, call, ""))
 
 
