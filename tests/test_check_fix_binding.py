@@ -10,10 +10,12 @@ line it edited.
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
-from collections.abc import Callable
+import json
+import subprocess
+import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,25 +28,41 @@ from tests.test_check_fixtures import CASES, _id, _name, fix_all
 PYTHON_CASES = [c for c in CASES if c.suffix == ".py"]
 
 
-def _signatures() -> dict[str, inspect.Signature]:
-    require_module("torch")
-    import torch.utils.checkpoint as tuc
-    from torch.distributed.algorithms._checkpoint import checkpoint_wrapper as cw
+_SIGNATURES_PROBE = r"""
+import inspect, json
+import torch.utils.checkpoint as tuc
+from torch.distributed.algorithms._checkpoint import checkpoint_wrapper as cw
 
-    functions: dict[str, Callable[..., Any]] = {
-        "checkpoint": tuc.checkpoint, "checkpoint_sequential": tuc.checkpoint_sequential,
-        "checkpoint_wrapper": cw.checkpoint_wrapper, "apply_activation_checkpointing": cw.apply_activation_checkpointing,
-    }
-    signatures = {name: inspect.signature(f) for name, f in functions.items()}
-    try:
-        from transformers import PreTrainedModel
-    except ImportError:
-        pass
-    else:
-        method = inspect.signature(PreTrainedModel.gradient_checkpointing_enable)
-        # bound as a method: drop `self`
-        signatures["gradient_checkpointing_enable"] = method.replace(parameters=list(method.parameters.values())[1:])
-    return signatures
+functions = {"checkpoint": tuc.checkpoint, "checkpoint_sequential": tuc.checkpoint_sequential,
+             "checkpoint_wrapper": cw.checkpoint_wrapper, "apply_activation_checkpointing": cw.apply_activation_checkpointing}
+try:
+    from transformers import PreTrainedModel
+    functions["gradient_checkpointing_enable"] = PreTrainedModel.gradient_checkpointing_enable
+except ImportError:
+    pass
+out = {}
+for name, function in functions.items():
+    params = list(inspect.signature(function).parameters.values())
+    if name == "gradient_checkpointing_enable":
+        params = params[1:]  # bound as a method: no `self`
+    out[name] = [[p.name, p.kind.name, p.default is not inspect.Parameter.empty] for p in params]
+print(json.dumps(out))
+"""
+
+
+@functools.cache
+def _signatures() -> dict[str, inspect.Signature]:
+    """The real signatures of the installed torch (and transformers), read in a child process so the test
+    runner never imports torch."""
+    require_module("torch")
+    run = subprocess.run([sys.executable, "-c", _SIGNATURES_PROBE], capture_output=True, text=True, timeout=300,
+                         check=False)
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    return {name: inspect.Signature([inspect.Parameter(p, getattr(inspect.Parameter, kind),
+                                                       default=None if has_default else inspect.Parameter.empty)
+                                     for p, kind, has_default in params])
+            for name, params in found.items()}
 
 
 def _edited_lines(before: str, after: str) -> set[int]:

@@ -12,6 +12,11 @@ export interface Evidence {
   source?: string;
 }
 
+export interface Sureness {
+  level: 'high' | 'medium' | 'low';
+  reason: string;
+}
+
 export interface RootCause {
   rule: string;
   title: string;
@@ -23,6 +28,7 @@ export interface RootCause {
   evidence: Evidence[];
   why: string;
   decided_by?: string;
+  confidence?: { failure: Sureness; rank: Sureness } | null;
   fix: string;
   verify: string;
   references: string[];

@@ -73,3 +73,15 @@ test('the saved state is embedded as inert JSON that cannot close its element', 
   assert.equal(html.split('<script').length - 1, 2, 'the state block and the script, nothing else');
   assert.match(html, /<script type="application\/json" id="rootrank-state" nonce="N0nce">/);
 });
+
+test('confidence of the failure and of the rank is shown, escaped', () => {
+  const d = fixture();
+  d.root_cause!.confidence = {
+    failure: { level: 'high', reason: 'matched <its> message' },
+    rank: { level: 'low', reason: 'single node assumed' },
+  };
+  const html = renderReport(d, ctx);
+  assert.ok(html.includes('Confidence: failure high (matched &lt;its&gt; message); rank low (single node assumed)'));
+  d.root_cause!.confidence = undefined;
+  assert.ok(!renderReport(d, ctx).includes('Confidence:'));
+});

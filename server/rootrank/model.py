@@ -82,6 +82,31 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
+class Sureness:
+    """How sure one part of a diagnosis is: `high` (right about 97 % of the time or better), `medium`,
+    `low` (double-check it), with the reason in words."""
+
+    level: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Confidence:
+    failure: Sureness
+    rank: Sureness
+
+
+@dataclass(frozen=True, slots=True)
+class Hypothesis:
+    """One reading of a log the evidence does not decide, with what speaks for and against it."""
+
+    rank: int | None
+    rule: str
+    evidence_for: str
+    evidence_against: str
+
+
+@dataclass(frozen=True, slots=True)
 class RootCause:
     rule: str
     title: str
@@ -97,6 +122,7 @@ class RootCause:
     source: str = "-"
     fields: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     decided_by: str = ""  # the signal that decided the initiating rank
+    confidence: Confidence | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +178,8 @@ class Diagnosis:
     lines_read: int = 0
     sources: tuple[str, ...] = ()
     undecided: str = ""  # when the evidence does not decide the rank, why
+    hypotheses: tuple[Hypothesis, ...] = ()  # when it does not decide: the readings it leaves open
+    tell_apart: str = ""  # one read-only command that decides between the hypotheses
 
     @property
     def failed(self) -> bool:

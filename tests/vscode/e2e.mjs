@@ -332,6 +332,17 @@ await check('show-log', async () => {
   await shot('10-output-channel');
 });
 
+// A Jupyter notebook: the server checks the cells as one module (the import sits in another cell) and the
+// squiggle shows in the cell that calls checkpoint(), with the entry's hover.
+await check('notebook-cell-squiggle', async () => {
+  await openFile('notebook.ipynb');
+  const cell = page.locator('.notebook-editor .cell-editor-container .squiggly-warning, .notebook-editor .cell-editor-container .squiggly-error');
+  await cell.first().waitFor({ timeout: 60000 });
+  await runCommand('View: Focus Problems');
+  await page.locator('.markers-panel .monaco-list-row', { hasText: 'use_reentrant' }).first().waitFor({ timeout: 10000 });
+  await shot('11-notebook-cell');
+});
+
 // 12. the extension's log (client + server): the settings it sent were understood, nothing crashed
 await check('server-log-clean', async () => {
   const logs = readdirSync(process.env.LOGS_DIR, { recursive: true }).filter(f => String(f).endsWith('rootrank.log'));

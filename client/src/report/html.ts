@@ -100,7 +100,11 @@ export function renderReport(d: Diagnosis, ctx: ReportContext): string {
 
   if (rc) {
     const decided = rc.decided_by ? `<p class="muted">Decided by: ${escapeHtml(rc.decided_by)}</p>` : '';
-    body.push(section('why', 'Why', `<p>${renderInline(rc.why)}</p>${decided}`));
+    const conf = rc.confidence
+      ? `<p class="muted">Confidence: failure ${escapeHtml(rc.confidence.failure.level)} (${escapeHtml(rc.confidence.failure.reason)}); ` +
+        `rank ${escapeHtml(rc.confidence.rank.level)} (${escapeHtml(rc.confidence.rank.reason)})</p>`
+      : '';
+    body.push(section('why', 'Why', `<p>${renderInline(rc.why)}</p>${decided}${conf}`));
   } else if (d.findings.length === 0 && d.candidates.length === 0) {
     body.push(section('why', 'Nothing recognised',
       '<p>rootrank found no failure it knows in this text. Select the whole traceback or log (all ranks) and try again.</p>'));

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, Protocol
 
 from rootrank.diagnose.collect import EventCollector
+from rootrank.diagnose.formats.paste import undecorate
 from rootrank.diagnose.formats.prefixes import RankCensus
 from rootrank.diagnose.lines import LineScanner
 from rootrank.diagnose.match import Matcher
@@ -25,10 +26,11 @@ from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
 from rootrank.diagnose.read import InputError, Source, expand_paths
 from rootrank.diagnose.report import build_diagnosis
 from rootrank.diagnose.select import select_lines
-from rootrank.library import Library, load_library
-from rootrank.model import Diagnosis
+from rootrank.diagnose.truncated import may_be_cut, truncated_library
+from rootrank.library import Library, LogPattern, load_library
+from rootrank.model import Diagnosis, Role
 
-__all__ = ["ClosableSplit", "InputError", "Pipeline", "diagnose_paths", "diagnose_text"]
+__all__ = ["ClosableSplit", "InputError", "Pipeline", "diagnose_paths", "diagnose_text", "match_pasted"]
 
 
 class ClosableSplit(Split, Protocol):
@@ -36,7 +38,10 @@ class ClosableSplit(Split, Protocol):
 
     def close(self) -> None: ...
 
-FOLLOW_LINES = 8  # how far after its first line a multi-line message's continuation lines are looked for
+
+FOLLOW_LINES = 8
+LOOSE_PRIORITY = 10  # generic fallback entries (uncaught exception)
+Matches = list[tuple[LogPattern, dict[str, str]]]  # how far after its first line a multi-line message's continuation lines are looked for
 
 
 class Pipeline:
@@ -54,7 +59,17 @@ class Pipeline:
         # Set by a caller that spreads a big file's candidate search elsewhere: (path, size, prefilter,
         # bytes read) -> a Split for the rest of the file, or None to read it all here.
         self.splitter: Callable[[str, int, Prefilter, int], ClosableSplit | None] | None = None
+        self._cut_matcher: Matcher | None = None
+        # Entries that name a line only loosely: a cut line they match may still say something specific.
+        self.loose = frozenset(e.id for e in self.library.entries.values()
+                               if e.priority <= LOOSE_PRIORITY or e.role is Role.CONTEXT)
         self.collector.ignored_blocks = self.scanner.tracebacks.ignored
+
+    def match_cut(self, text: str) -> Matches:
+        """Patterns for a line cut short (built on first need: most logs have no cut lines to ask about)."""
+        if self._cut_matcher is None:
+            self._cut_matcher = Matcher(truncated_library(self.library))
+        return self._cut_matcher.match(text)
 
     def prefilter(self, sample: bytes) -> Prefilter:
         """The prefilter, tuned to the first source's bytes (the files of one run look alike, and a run
@@ -106,9 +121,10 @@ class Pipeline:
         match = self.matcher.match
         self.collector.out.sources.append(source)
         continued = self._continued
+        cut, loose = self.match_cut, self.loose
         for line in self.scanner.scan(source, lines, path_hint):
             order = collector.observe(line)
-            for pattern, fields in match(line.text):
+            for pattern, fields in match_pasted(match, line.text, cut, loose):
                 if pattern.follows and line.number > self.scanner.follow_until:
                     continue
                 collector.add(line, order, entries[pattern.entry_id], fields, pattern.name)
@@ -122,6 +138,29 @@ class Pipeline:
         if not collected.ranks_seen:
             collected.local_ranks_seen |= self.census.local_ranks
         return build_diagnosis(self.collector.out, self.scanner.launcher.report, self.library)
+
+
+def match_pasted(match: Callable[[str], Matches], text: str, cut: Callable[[str], Matches] | None = None,
+                 loose: frozenset[str] = frozenset()) -> Matches:
+    """The patterns a line matches as printed, and as pasted text with its decorations removed
+    (`> ` quotes, emphasis, bullets, pytest's `E   `, `ERROR:root:`, Windows paths). `cut` matches
+    lines cut short (truncated.py): a cut line matches only where it ends inside a pattern's text, so
+    a whole line is never read differently. It is asked when the line matched nothing, or only
+    `loose` entries (generic fallbacks, launcher context): a line a specific entry already names is
+    read as that entry."""
+    found = match(text)
+    plain = undecorate(text)
+    if plain is not text:
+        # The decorated line can match loosely anchored patterns of other entries; the message
+        # underneath must still match its own entry, so both readings count (one pattern per entry).
+        entries = {pattern.entry_id for pattern, _ in found}
+        extra = [(pattern, fields) for pattern, fields in match(plain) if pattern.entry_id not in entries]
+        found = found + extra if extra else found
+    if cut is not None and all(p.entry_id in loose for p, _ in found) and may_be_cut(plain):
+        entries = {pattern.entry_id for pattern, _ in found}
+        extra = [(pattern, fields) for pattern, fields in cut(plain) if pattern.entry_id not in entries]
+        found = found + extra if extra else found
+    return found
 
 
 def diagnose_text(text: str, source: str = "-", library: Library | None = None) -> Diagnosis:

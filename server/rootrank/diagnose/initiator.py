@@ -10,6 +10,7 @@ it is second-resolution and often names a victim. When nothing decides, the cand
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -23,6 +24,18 @@ TIMEOUT_RULE = "distributed.collective-timeout"
 HOST_KILL_RULE = "memory.host-oom-kill"
 SIGNAL_RULE = "process.killed-signal"
 CAUSE_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"}
+NAN_RULE = "numerics.nan-loss"
+AMP_WARMUP_STEPS = 16  # GradScaler halves 65536 at most 16 times before the scale reaches 1
+_FINITE_LOSS = re.compile(r"\bloss'?\"?\s?[:=]?\s?(?P<value>-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
+
+
+def _finite_loss(text: str) -> bool:
+    """Whether the line logs a finite loss value next to the non-finite gradient norm."""
+    return _FINITE_LOSS.search(text) is not None
+
+
+# Pattern names of launcher lines about a child (torchrun, spawn, DeepSpeed, old launch), by convention.
+LAUNCHER_PATTERN_PREFIXES = ("elastic-", "spawn-", "deepspeed-minus", "calledprocesserror")
 
 
 @dataclass
@@ -40,6 +53,7 @@ class InitiatorFinder:
     def __init__(self, collected: Collected, launcher: LauncherReport) -> None:
         self.col = collected
         self.launcher = launcher
+        self._warmup: bool | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -48,22 +62,31 @@ class InitiatorFinder:
 
     @staticmethod
     def _agent_of(event: Event) -> str | None:
-        return agent_of(event.line.host, event.line.pid)
+        return agent_of(event.line.host, event.line.pid, event.line.source)
+
+    def _local_to_global(self, event: Event, local: int) -> int | None:
+        """An agent line's local rank as a global rank: through the agent that printed it, else the
+        one agent of the same file, else the one answer all agents agree on."""
+        launcher = self.launcher
+        rank = self.global_rank(self._agent_of(event), local)
+        if rank is not None or len(launcher.agents) <= 1:
+            return rank
+        same_file = [a for a, files in launcher.sources.items() if event.line.source in files]
+        if len(same_file) == 1:
+            rank = self.global_rank(same_file[0], local)
+            if rank is not None:
+                return rank
+        ranks = {self.global_rank(a, local) for a in launcher.agents} - {None}
+        return ranks.pop() if len(ranks) == 1 else None
 
     def _event_rank(self, event: Event) -> int | None:
         if event.rank is not None:
             return event.rank
         local = event.fields.get("local_rank")
         if local is not None and local.isdigit():
-            agent = self._agent_of(event)
-            rank = self.global_rank(agent, int(local))
-            if rank is None and len(self.launcher.agents) > 1:
-                # The agent line itself may not carry the agent (no prefix); try every agent's table.
-                ranks = {self.global_rank(a, int(local)) for a in self.launcher.agents} - {None}
-                rank = ranks.pop() if len(ranks) == 1 else None
-            return rank
+            return self._local_to_global(event, int(local))
         if event.line.local_rank is not None:
-            return self.global_rank(event.line.host, event.line.local_rank)
+            return self._local_to_global(event, event.line.local_rank)
         return None
 
     def _survivor_ranks(self) -> set[int]:
@@ -80,7 +103,7 @@ class InitiatorFinder:
     # ------------------------------------------------------------------ decision
 
     def decide(self) -> Verdict:
-        units = [u for u in self.col.units if not u.line.quoted]
+        units = [u for u in self.col.units if not u.line.quoted and not self._amp_warmup(u)]
         causes = [u for u in units if is_error_cause(u)]
         if not causes:
             causes = [u for u in self.col.units if u.line.quoted and is_error_cause(u)]
@@ -114,6 +137,9 @@ class InitiatorFinder:
         consensus = self._peer_consensus(causes)
         if consensus is not None:
             return consensus
+        explained = self._own_output_of_exit(causes, ranked)
+        if explained is not None:
+            return explained
         if not ranked:
             event = by_rank[None]
             rank, how = self._rank_from_launcher()
@@ -134,6 +160,9 @@ class InitiatorFinder:
                            f"{ranks_text(others)} ({how})")
         else:
             reasons.append(f"it is the only rank with a failure of its own ({event.rule}, line {event.line.number})")
+        mapped = self._mapping_reason(event)
+        if mapped:
+            reasons.append(mapped)
         verdict = Verdict(rank=first, cause=event, rule=event.rule, decided_by=f"earliest cause ({how})",
                           reasons=reasons)
         same_rule = [r for r in order if ranked[r].rule == event.rule]
@@ -141,6 +170,28 @@ class InitiatorFinder:
             verdict.candidates = [(r, ranked[r].rule, f"also raised {ranked[r].rule}") for r in same_rule[1:]]
         self._launcher_first_exit(verdict, ranked)
         return verdict
+
+    def _own_output_of_exit(self, causes: list[Event], ranked: dict[int, Event]) -> Verdict | None:
+        """One rank is known only from its launcher's exit line (`failed (exitcode: -6) local_rank: 1`),
+        and before it an unprefixed process printed why it died (`Fatal Python error: ...`): the
+        message names the failure, the launcher names the rank."""
+        if len(ranked) != 1:
+            return None
+        rank, exit_event = next(iter(ranked.items()))
+        if not is_launcher_report(exit_event):
+            return None
+        if any(not is_launcher_report(e) for e in causes if self._event_rank(e) == rank):
+            return None
+        own = [e for e in causes if e.line.rank is None and not is_launcher_report(e)
+               and self._event_rank(e) is None and e.order < exit_event.order and e.rule != exit_event.rule]
+        if not own:
+            return None
+        event = own[-1]
+        local = exit_event.fields.get("local_rank", "?")
+        return Verdict(rank=rank, cause=event, rule=event.rule, decided_by="launcher exit of the process that printed it",
+                       reasons=[f"an unprefixed process printed {event.rule} (line {event.line.number}), then the "
+                                f"launcher reported local rank {local} (global rank {rank}) dying with code "
+                                f"{exit_event.fields.get('exitcode', '?')} (line {exit_event.line.number})"])
 
     def _peer_consensus(self, causes: list[Event]) -> Verdict | None:
         """Reports that name another rank ("..., but Rank 1 is running collective", a store key of a rank
@@ -164,24 +215,79 @@ class InitiatorFinder:
                        reasons=[f"{count} of {voters} report(s) of {event.rule} name rank {rank} as the one out of step"
                                 f" (line {event.line.number}: {event.line.text.strip()[:160]})"])
 
+    def _mapping_reason(self, event: Event) -> str:
+        """How a launcher line's local rank became a global rank, in words (empty for prefixed lines)."""
+        local = event.fields.get("local_rank")
+        if event.line.rank is not None or local is None or not local.isdigit():
+            return ""
+        agent = self._agent_of(event)
+        rank, how = self.launcher.global_rank_how(agent, int(local))
+        if rank is None:
+            same_file = [a for a, files in self.launcher.sources.items() if event.line.source in files]
+            if len(same_file) == 1:
+                agent = same_file[0]
+                rank, how = self.launcher.global_rank_how(agent, int(local))
+        if rank is None:
+            return ""
+        where = f" of {event.line.source}" if event.line.source not in ("-", "") else ""
+        return f"local rank {local}{where} is global rank {rank} ({how})"
+
+    def _amp_warmup(self, event: Event) -> bool:
+        """fp16 AMP's first steps: GradScaler starts at a scale of 65536, so the first iterations
+        overflow, log an inf/nan gradient norm and are skipped (the scale halves each time) while the
+        loss on the same line stays finite. A few of those, and no non-finite loss, is normal."""
+        if event.rule != NAN_RULE or "grad" not in event.fields.get("metric", ""):
+            return False
+        if self._warmup is None:
+            grad_only = [u for u in self.col.units if u.rule == NAN_RULE]
+            self._warmup = (0 < len(grad_only) <= AMP_WARMUP_STEPS
+                            and all("grad" in u.fields.get("metric", "") and _finite_loss(u.line.text)
+                                    for u in grad_only)
+                            and self.col.counts[NAN_RULE].count <= AMP_WARMUP_STEPS)
+        return self._warmup
+
     def _rank_from_launcher(self) -> tuple[int | None, str]:
-        first = self.launcher.first_failure()
-        if first is not None and first.local_rank is not None and first.exitcode is not None and first.exitcode > 0:
-            rank = self.global_rank(first.agent, first.local_rank)
-            if rank is not None:
-                where = f" on {first.agent}" if first.agent and not first.agent.startswith("pid ") else ""
-                return rank, (f"the launcher{where} saw local rank {first.local_rank} (global rank {rank}) exit "
-                              f"first with code {first.exitcode}")
+        """The rank the launchers' accounts point at, fused over every agent (one per node): a child
+        that exited with an error code and did not itself suffer a peer's loss (a rank that exits 1
+        after `Connection closed by peer` is collateral whatever its agent's table says)."""
+        suffering = self._suffering()
+        found: list[tuple[int, str]] = []
+        for first in self.launcher.first_failures():
+            if first.local_rank is None or first.exitcode is None or first.exitcode <= 0:
+                continue
+            rank, mapped = self.launcher.global_rank_how(first.agent, first.local_rank)
+            if rank is None or rank in suffering:
+                continue
+            where = f" on {first.agent}" if first.agent and not first.agent.startswith(("pid ", "file ")) else ""
+            assumed = " (single node assumed)" if mapped == "single node assumed" else ""
+            found.append((rank, f"the launcher{where} saw local rank {first.local_rank} (global rank {rank}{assumed}) "
+                                f"exit first with code {first.exitcode}"))
+        if len({r for r, _ in found}) == 1:
+            return found[0]
         ranks = {e.rank for e in self.launcher.exits if e.exitcode is not None and e.exitcode > 0 and e.rank is not None}
+        ranks -= suffering
         if len(ranks) == 1:
             only = ranks.pop()
             return only, f"rank {only} is the only child that exited with an error code"
         return None, ""
 
+    def _suffering(self) -> set[int]:
+        """Ranks that printed what they suffered (a lost peer, a timeout)."""
+        out: set[int] = set()
+        for u in self.col.units:
+            if u.role is Role.SYMPTOM and not u.line.quoted:
+                rank = self._event_rank(u)
+                if rank is not None:
+                    out.add(rank)
+        return out
+
     def _launcher_first_exit(self, verdict: Verdict, ranked: dict[int, Event]) -> None:
         """A child that exited first, printed nothing, while the rank we see failing was still alive."""
-        first = self.launcher.first_failure()
-        if first is None or first.local_rank is None or first.exitcode is None or first.exitcode <= 0:
+        firsts = self.launcher.first_failures()
+        if len(firsts) != 1:
+            return  # several nodes: each agent saw only its own children exit, in no common order
+        first = firsts[0]
+        if first.local_rank is None or first.exitcode is None or first.exitcode <= 0:
             return
         rank = self.global_rank(first.agent, first.local_rank)
         if rank is None or rank == verdict.rank or rank in self.col.ranks_seen or rank in ranked:
@@ -297,6 +403,11 @@ class InitiatorFinder:
         return Verdict(rank=rank, cause=timeouts[rank], rule=STALLED_RULE, decided_by="behind in sequence numbers",
                        reasons=[f"rank {rank} last completed collective #{lowest}, behind the others "
                                 f"({', '.join(f'rank {r}: #{v}' for r, v in sorted(completed.items()) if r != rank)})"])
+
+
+def is_launcher_report(event: Event) -> bool:
+    """A launcher's line about a child (its exit code, the signal that killed it), not the child's own output."""
+    return event.line.quoted or event.pattern.startswith(LAUNCHER_PATTERN_PREFIXES)
 
 
 def collateral_by_rank(collected: Collected, verdict: Verdict, finder: InitiatorFinder) -> dict[int, Event]:

@@ -32,9 +32,22 @@ _MEMBER = re.compile(r"MEMBER: \d+/(?P<n>\d{1,6})")
 
 ARM_WINDOW = 50  # lines between "ChildFailedError" and the table's opening rule
 
-def agent_of(host: str | None, pid: int | None) -> str | None:
-    """Which launcher printed a line: its host (pdsh prefix), else the pid in its glog header."""
-    return host if host else (f"pid {pid}" if pid is not None else None)
+_RDZV_LIST = re.compile(r"^\s*(?P<key>local_ranks|global_ranks)=\[(?P<values>[\d, ]{1,4000})\]")
+_RDZV_GROUP = re.compile(r"^\s*group_rank=(?P<n>\d{1,6})\s*$")
+_RDZV_WORLD = re.compile(r"^\s*global_world_sizes=\[(?P<n>\d{1,6})")
+# A torchrun command line as people paste it: `--node-rank 1` / `--node_rank=1`, `--nproc-per-node 4`.
+_CMD_NODE_RANK = re.compile(r"--node[-_]rank[= ](?P<n>\d{1,5})\b")
+_CMD_NPROC = re.compile(r"--nproc[-_]per[-_]node[= ](?P<n>\d{1,5})\b")
+
+
+def agent_of(host: str | None, pid: int | None, source: str | None = None) -> str | None:
+    """Which launcher printed a line: its host (pdsh prefix or file name), else the pid in its glog
+    header, else the file it is in (one torchrun agent per node, one terminal per agent)."""
+    if host:
+        return host
+    if pid is not None:
+        return f"pid {pid}"
+    return f"file {source}" if source is not None else None
 
 
 SIGNALS = {1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV",
@@ -75,6 +88,13 @@ class LauncherReport:
     exits: list[ChildExit] = field(default_factory=list)
     sigterm_pids: list[tuple[str | None, int]] = field(default_factory=list)  # (agent, pid)
     world_size: int | None = None
+    # What an agent said about its own node: rendezvous result (local_ranks=/global_ranks=), its
+    # group_rank and --nproc-per-node where printed; the global ranks its workers' prefixes showed.
+    assigned: dict[str | None, dict[int, int]] = field(default_factory=dict)
+    node_rank: dict[str | None, int] = field(default_factory=dict)
+    nproc: dict[str | None, int] = field(default_factory=dict)
+    prefix_ranks: dict[str | None, set[int]] = field(default_factory=dict)
+    sources: dict[str | None, set[str]] = field(default_factory=dict)  # agent -> files it printed in
 
     @property
     def agents(self) -> set[str | None]:
@@ -106,16 +126,71 @@ class LauncherReport:
         return out
 
     def global_rank(self, agent: str | None, local_rank: int) -> int | None:
-        """The global rank of an agent's local rank: from its error table, or equal on a single node."""
+        """The global rank of an agent's local rank, from what the agent's own output says: its error
+        table's `rank : 6 (local_rank: 2)` pairs (the node's first rank follows from any one pair),
+        its rendezvous result, its group rank with --nproc-per-node, or its workers' `[rankN]`
+        prefixes; on a single node the local rank is the global rank."""
+        rank, _ = self.global_rank_how(agent, local_rank)
+        return rank
+
+    def global_rank_how(self, agent: str | None, local_rank: int) -> tuple[int | None, str]:
+        """The global rank and how it was found (for the reader: "from node 1's failure table")."""
         for e in self.exits:
             if e.agent == agent and e.local_rank == local_rank and e.rank is not None:
-                return e.rank
+                return e.rank, "failure table"
+        assigned = self.assigned.get(agent, {})
+        if local_rank in assigned:
+            return assigned[local_rank], "rendezvous result"
+        base = self.node_base(agent)
+        if base is not None:
+            return base[0] + local_rank, base[1]
         if len(self.agents) <= 1:
-            return local_rank
+            return local_rank, "single node assumed"
+        return None, ""
+
+    def node_base(self, agent: str | None) -> tuple[int, str] | None:
+        """The global rank of an agent's local rank 0, and which evidence gave it."""
+        bases = {e.rank - e.local_rank for e in self.exits
+                 if e.agent == agent and e.rank is not None and e.local_rank is not None}
+        if len(bases) == 1:
+            return bases.pop(), "failure table"
+        assigned = self.assigned.get(agent, {})
+        bases = {g - lr for lr, g in assigned.items()}
+        if len(bases) == 1:
+            return bases.pop(), "rendezvous result"
+        for key in (agent, *(f"file {s}" for s in sorted(self.sources.get(agent, ())))):
+            if key in self.node_rank and key in self.nproc:
+                return self.node_rank[key] * self.nproc[key], "--node-rank x --nproc-per-node"
+        # torchrun gives a node contiguous global ranks: the [rankN] prefixes in the agent's own
+        # file cover them when they span at least every local rank the agent reported.
+        ranks = self.prefix_ranks.get(agent, set())
+        locals_ = self.local_ranks(agent)
+        if ranks and locals_ and max(ranks) - min(ranks) + 1 == len(ranks) and len(ranks) >= max(locals_) + 1 \
+                and not self._shared_sources(agent):
+            return min(ranks), "its workers' [rankN] prefixes"
         return None
+
+    def local_ranks(self, agent: str | None) -> set[int]:
+        out = {e.local_rank for e in self.exits if e.agent == agent and e.local_rank is not None}
+        out |= {lr for who, lr in self.survivors() if who == agent}
+        return out
+
+    def _shared_sources(self, agent: str | None) -> bool:
+        """Whether another agent printed in the same files (then the files' prefixes are not its own)."""
+        mine = self.sources.get(agent, set())
+        return any(a != agent and mine & s for a, s in self.sources.items())
+
+    def first_failures(self) -> list[ChildExit]:
+        """Each agent's first observed failure (one per node), in the order they were printed."""
+        out: dict[str | None, ChildExit] = {}
+        for e in self.exits:
+            if e.first_observed and e.agent not in out:
+                out[e.agent] = e
+        return list(out.values())
 
     def all_ranks(self) -> set[int]:
         ranks = {e.rank for e in self.exits if e.rank is not None}
+        ranks |= {g for mapping in self.assigned.values() for g in mapping.values()}
         if not ranks and len(self.agents) <= 1:
             ranks = {e.local_rank for e in self.exits if e.local_rank is not None}
             ranks |= {lr for _, lr in self.survivors()}
@@ -134,16 +209,30 @@ class LauncherParser:
         self._entry: ChildExit | None = None
         self._mpi_pending: ChildExit | None = None
         self._agent: str | None = None
+        self._source: str | None = None
+        self._rdzv_locals: list[int] | None = None
 
     @property
     def wants_every_line(self) -> bool:
         """Inside an error table every line matters (its fields carry no searchable literal)."""
         return self._in_table or self._armed
 
-    def feed(self, text: str, line: int, source: str, agent: str | None = None) -> tuple[bool, int | None]:
-        """`agent` names the launcher that printed the line when its prefix tells (host, or glog pid)."""
+    def feed(self, text: str, line: int, source: str, agent: str | None = None,
+             rank: int | None = None) -> tuple[bool, int | None]:
+        """`agent` names the launcher that printed the line when its prefix tells (host, or glog pid);
+        `rank` is the global rank a worker's own prefix gave the line."""
+        if source != self._source:
+            # One file per agent is the common multi-node shape: a new file starts a new account.
+            self._source = source
+            self._agent = agent_of(None, None, source)
+            self._in_table = self._armed = self._root_section = False
+            self._entry = None
         if agent is not None and not self._in_table:
             self._agent = agent
+        report = self.report
+        report.sources.setdefault(self._agent, set()).add(source)
+        if rank is not None:
+            report.prefix_ranks.setdefault(self._agent, set()).add(rank)
         if self._in_table:
             return self._table_line(text, line, source)
         if self._armed and line - self._armed_at > ARM_WINDOW:
@@ -195,10 +284,46 @@ class LauncherParser:
                 self._mpi_pending.exitcode = int(m["exitcode"])
                 self._mpi_pending = None
                 return
+        if "_ranks=[" in text or "group_rank=" in text or "global_world_sizes=" in text:
+            self._rendezvous_line(text)
+            return
+        if "--node" in text or "--nproc" in text:
+            self._command_line(text)
         if report.world_size is None and ("orld" in text or "nranks" in text or "MEMBER:" in text):
             m = _WORLD.search(text) or _MEMBER.search(text)
             if m and 1 < int(m["n"]) <= 100_000:
                 report.world_size = int(m["n"])
+
+    def _rendezvous_line(self, text: str) -> None:
+        """torchrun's rendezvous result (logged at INFO): `local_ranks=[0, 1]` then `global_ranks=[2, 3]`."""
+        report = self.report
+        m = _RDZV_LIST.match(text)
+        if m:
+            values = [int(v) for v in m["values"].replace(" ", "").split(",") if v]
+            if m["key"] == "local_ranks":
+                self._rdzv_locals = values
+            elif self._rdzv_locals is not None and len(values) == len(self._rdzv_locals):
+                mapping = report.assigned.setdefault(self._agent, {})
+                mapping.update(zip(self._rdzv_locals, values, strict=True))
+                self._rdzv_locals = None
+            return
+        g = _RDZV_GROUP.match(text)
+        if g:
+            report.node_rank[self._agent] = int(g["n"])
+            return
+        w = _RDZV_WORLD.match(text)
+        if w and report.world_size is None and int(w["n"]) > 1:
+            report.world_size = int(w["n"])
+
+    def _command_line(self, text: str) -> None:
+        """A pasted torchrun command line tells the node's first rank: node rank x processes per node."""
+        node = _CMD_NODE_RANK.search(text)
+        nproc = _CMD_NPROC.search(text)
+        if node and nproc:
+            # Keyed by the file: the command is typed before the agent that runs it prints anything.
+            key = agent_of(None, None, self._source)
+            self.report.node_rank.setdefault(key, int(node["n"]))
+            self.report.nproc.setdefault(key, int(nproc["n"]))
 
     def _table_line(self, text: str, line: int, source: str) -> tuple[bool, int | None]:
         if _TABLE_RULE.match(text):

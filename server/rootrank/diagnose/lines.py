@@ -6,6 +6,7 @@ source (to learn the source's prefix dialect) and a little state per printing pr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 
 from rootrank.diagnose.formats.inline import rank_in_message
@@ -17,6 +18,44 @@ from rootrank.diagnose.memo import TextMemo
 from rootrank.diagnose.normalize import iter_logical_numbered
 from rootrank.diagnose.tracebacks import TracebackGrouper
 from rootrank.model import LogLine
+
+# torch.multiprocessing.spawn re-raises a child's exception with its traceback after this line: N is the
+# process index, the rank on a single node (detectron2 and Lightning launch this way).
+_SPAWN_CHILD = re.compile(r"^-- Process (?P<index>\d{1,6}) terminated with the following error:")
+ADOPT_WINDOW = 3  # lines between a rank-tagged record and the unprefixed traceback it printed
+
+
+class RankAdoption:
+    """Unprefixed tracebacks that belong to a rank the lines around them name.
+
+    A `logging` record tagged `[rank3] ...` followed by the traceback `logger.exception` printed
+    without the tag; `-- Process 2 terminated with the following error:` before a spawned child's
+    traceback. The traceback block takes the rank (and the record's time) of that line.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[int, int, float | None]] = {}  # source -> (number, rank, time)
+        self._blocks: dict[int, tuple[int, float | None]] = {}
+        self._seen_blocks: set[int] = set()
+
+    def tagged(self, source: str, number: int, rank: int, time: float | None) -> None:
+        self._last[source] = (number, rank, time)
+
+    def spawn_marker(self, source: str, number: int, text: str) -> None:
+        m = _SPAWN_CHILD.match(text)
+        if m:
+            self._last[source] = (number, int(m["index"]), None)
+
+    def block_rank(self, source: str, number: int, block: int) -> tuple[int, float | None] | None:
+        """The adopted (rank, time) of an unprefixed line's traceback block, if any."""
+        if not block:
+            return None
+        if block not in self._seen_blocks:
+            self._seen_blocks.add(block)
+            last = self._last.get(source)
+            if last is not None and 0 < number - last[0] <= ADOPT_WINDOW:
+                self._blocks[block] = (last[1], last[2])
+        return self._blocks.get(block)
 
 
 def _facts(text: str) -> tuple[int | None, float | None]:
@@ -33,6 +72,7 @@ class LineScanner:
         self.follow_until = 0  # line number up to which a multi-line message's continuation may come
         self._last_number = 0
         self._text_facts = TextMemo(_facts)
+        self.adoption = RankAdoption()
 
     @property
     def wants_every_line(self) -> bool:
@@ -69,7 +109,8 @@ class LineScanner:
             if rank is None:
                 rank = facts[0]
             time = peeled.time if peeled.time is not None else facts[1]
-            quoted, table_rank = self.launcher.feed(text, number, source, agent_of(peeled.host, peeled.pid))
+            quoted, table_rank = self.launcher.feed(text, number, source, agent_of(host, peeled.pid),
+                                                    stream_rank)
             if quoted:
                 rank = table_rank
                 stream: object = ("launcher-table", source)
@@ -78,5 +119,15 @@ class LineScanner:
                 # must not split an unprefixed traceback from its own exception line.
                 stream = (source, stream_rank, local_rank, host)
             block = self.tracebacks.assign(stream, text, number)
+            if stream_rank is not None:
+                if not quoted:
+                    self.adoption.tagged(source, number, stream_rank, time)
+            elif not quoted and local_rank is None:
+                if text.startswith("-- Process "):
+                    self.adoption.spawn_marker(source, number, text)
+                adopted = self.adoption.block_rank(source, number, block)
+                if adopted is not None:
+                    rank = adopted[0] if rank is None else rank
+                    time = adopted[1] if time is None else time
             yield LogLine(number=number, text=text, raw=raw, source=source, rank=rank, local_rank=local_rank,
                           host=host, time=time, pid=peeled.pid, block=block, quoted=quoted)

@@ -43,6 +43,14 @@ STRUCTURAL_LITERALS = (
     "world_size",
     "WORLD_SIZE",
     "MEMBER: ",
+    # torchrun's rendezvous result and pasted command lines: which global ranks a node's agent ran.
+    "global_ranks=[",
+    "local_ranks=[",
+    "group_rank=",
+    "--node-rank",
+    "--node_rank",
+    # torch.multiprocessing.spawn names the child whose traceback follows.
+    "terminated with the following error",
 )
 
 

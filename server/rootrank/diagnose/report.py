@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rootrank.diagnose.collect import Collected
+from rootrank.diagnose.confidence import Assessor
 from rootrank.diagnose.enrich import enrich
 from rootrank.diagnose.fixtext import render_fix
 from rootrank.diagnose.initiator import InitiatorFinder, Verdict, collateral_by_rank
@@ -15,6 +18,7 @@ from rootrank.model import (
     Event,
     Evidence,
     FindingSummary,
+    Hypothesis,
     Role,
     RootCause,
     Severity,
@@ -32,6 +36,13 @@ def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Lib
     verdict = finder.decide()
     collateral = collateral_by_rank(collected, verdict, finder)
     root = _root_cause(verdict, collected, collateral, library)
+    hypotheses: tuple[Hypothesis, ...] = ()
+    command = ""
+    if root is not None:
+        assessor = Assessor(collected, finder, library)
+        confidence = assessor.confidence(verdict)
+        root = replace(root, confidence=confidence)
+        hypotheses, command = assessor.hypotheses(verdict, confidence)
     findings = _findings(collected, library)
     ranks_seen = set(collected.ranks_seen) | set(collateral)
     if verdict.rank is not None:
@@ -49,6 +60,8 @@ def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Lib
         lines_read=collected.lines,
         sources=tuple(collected.sources),
         undecided=verdict.undecided,
+        hypotheses=hypotheses,
+        tell_apart=command,
     )
 
 

@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import FeatureRequestError, JsonRpcException
@@ -57,8 +58,9 @@ class RootrankProtocol(LanguageServerProtocol):
 class RootrankServer(LanguageServer):
     """The language server: settings, per-document state and the scheduling of checks."""
 
-    def __init__(self) -> None:
-        super().__init__("rootrank", _version(), protocol_cls=RootrankProtocol, max_workers=4)
+    def __init__(self, notebook_sync: types.NotebookDocumentSyncOptions | None = None) -> None:
+        super().__init__("rootrank", _version(), protocol_cls=RootrankProtocol, max_workers=4,
+                         notebook_document_sync=notebook_sync)
         self.settings = Settings()
         self.documents: dict[str, DocumentState] = {}
         self.runners: dict[str, Runner] = {}
@@ -105,8 +107,10 @@ class RootrankServer(LanguageServer):
     # ------------------------------------------------------------------ documents
 
     def document(self, uri: str) -> TextDocument | None:
-        """An open document, or None (never read from disk: the client owns unopened files)."""
-        return self.workspace.text_documents.get(uri)
+        """An open document, or None (never read from disk: the client owns unopened files). pygls keys
+        its documents by the unquoted URI (`%20` -> space; a notebook cell's `%3D` -> `=`)."""
+        documents = self.workspace.text_documents
+        return documents.get(uri) or documents.get(unquote(uri))
 
     def state(self, uri: str) -> DocumentState | None:
         return self.documents.get(uri)

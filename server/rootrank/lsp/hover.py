@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from rootrank.lsp import engine, logs
+from rootrank.lsp import engine, logs, notebooks
 from rootrank.lsp.convert import Lines, encoding_name
 
 if TYPE_CHECKING:
@@ -89,17 +89,18 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
     kind = ls.kind(uri)
     if kind == "log":
         return logs.hover(ls, uri, position)
-    if kind != "code":
+    if kind not in ("code", "cell"):  # a notebook cell is Python
         return None
     sections: list[str] = []
     hover_range: types.Range | None = None
     lines: Lines | None = None
     if document.uri.lower().endswith((".py", ".pyi")) or document.language_id == "python":
-        facts = _facts(document)
+        # In a notebook cell, the calls are read in the notebook's module (the imports sit in other cells).
+        facts, offset = notebooks.cell_facts(ls, uri) if kind == "cell" else (_facts(document), 0)
         if facts is not None:
             lines = Lines(document.source, encoding_name(ls.workspace.position_encoding))
             column = lines.column(position)
-            call = facts.at(position.line + 1, column)
+            call = facts.at(position.line + 1 + offset, column)
             if call is not None:
                 from rootrank.environment import find_environment
 
@@ -107,7 +108,8 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
                 from rootrank.check.explain_call import call_markdown
 
                 sections.append(call_markdown(call, facts, env))
-                hover_range = lines.range(call.line, call.column + 1, call.end_line, call.end_column + 1)
+                hover_range = lines.range(call.line - offset, call.column + 1, call.end_line - offset,
+                                          call.end_column + 1)
     lines = lines or Lines(document.source, encoding_name(ls.workspace.position_encoding))
     noqa = _noqa_section(lines, position)
     if noqa is not None:

@@ -214,6 +214,10 @@ def root_cause_markdown(root: RootCause, heading: str) -> str:
     parts.append(f"`{root.rule}`: {root.title} ({where}, line {root.line})")
     if root.decided_by:
         parts += ["", f"Initiating rank decided by: {root.decided_by}"]
+    if root.confidence is not None:
+        sure = root.confidence
+        parts += ["", f"Confidence: failure {sure.failure.level} ({sure.failure.reason}); "
+                      f"rank {sure.rank.level} ({sure.rank.reason})"]
     if root.why:
         parts += ["", root.why.strip()]
     if root.fix:

@@ -74,11 +74,13 @@ def _watch_parent(pid: int) -> None:
 
 def create_server() -> RootrankServer:
     """A server with every feature registered (the order of registration is the order of dispatch)."""
-    from rootrank.lsp import code_actions, commands, diagnostics, hover, logs
+    from rootrank.lsp import code_actions, commands, diagnostics, hover, logs, notebooks
 
-    server = RootrankServer()
+    server = RootrankServer(notebook_sync=notebooks.SYNC)
 
     def kind_of(uri: str, language_id: str | None) -> str:
+        if notebooks.is_cell(server, uri):
+            return notebooks.KIND if language_id in (None, "python") else ""
         if server.settings.is_log(uri, language_id):
             return "log"
         return "code" if diagnostics.is_checked(uri, language_id) else ""
@@ -122,13 +124,17 @@ def create_server() -> RootrankServer:
     def did_save(ls: RootrankServer, params: types.DidSaveTextDocumentParams) -> None:
         ls.dispatch(types.TEXT_DOCUMENT_DID_SAVE, params)
 
+    for method in (types.NOTEBOOK_DOCUMENT_DID_OPEN, types.NOTEBOOK_DOCUMENT_DID_CHANGE,
+                   types.NOTEBOOK_DOCUMENT_DID_SAVE, types.NOTEBOOK_DOCUMENT_DID_CLOSE):
+        server.feature(method)(lambda ls, params, method=method: ls.dispatch(method, params))
+
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: RootrankServer, params: types.DidCloseTextDocumentParams) -> None:
         ls.dispatch(types.TEXT_DOCUMENT_DID_CLOSE, params)
         ls.forget(params.text_document.uri)
         ls.publish(params.text_document.uri, None, [])
 
-    for module in (diagnostics, logs, hover, code_actions, commands):
+    for module in (diagnostics, notebooks, logs, hover, code_actions, commands):
         module.register(server)
     return server
 

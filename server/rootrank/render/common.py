@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rootrank.model import Diagnosis, FindingSummary, ranks_text
+from rootrank.model import Confidence, Diagnosis, FindingSummary, ranks_text
 
-__all__ = ["also_seen", "collateral_groups", "count_text", "ranks_text", "where"]
+__all__ = ["also_seen", "collateral_groups", "confidence_text", "count_text", "ranks_text", "where"]
 
 
 def collateral_groups(d: Diagnosis) -> list[tuple[str, str, list[int]]]:
@@ -35,3 +35,10 @@ def count_text(f: FindingSummary, all_ranks: tuple[int, ...]) -> str:
     else:
         scope = ""
     return f"x{f.count}" + (f", {scope}" if scope else "")
+
+
+def confidence_text(conf: Confidence | None) -> str:
+    """`failure high (reason); rank medium (reason)`, as every format says it."""
+    if conf is None:
+        return ""
+    return f"failure {conf.failure.level} ({conf.failure.reason}); rank {conf.rank.level} ({conf.rank.reason})"

@@ -31,8 +31,15 @@ def diagnosis_to_json(d: Diagnosis, raw: bool = False) -> dict[str, Any]:
             "verify": root.verify,
             "references": list(root.references),
             "fields": {k: clean(v) for k, v in sorted(root.fields.items())},
+            "confidence": None if root.confidence is None else {
+                "failure": {"level": root.confidence.failure.level, "reason": clean(root.confidence.failure.reason)},
+                "rank": {"level": root.confidence.rank.level, "reason": clean(root.confidence.rank.reason)},
+            },
         },
         "undecided": d.undecided or None,
+        "hypotheses": [{"rank": h.rank, "rule": h.rule, "for": clean(h.evidence_for), "against": clean(h.evidence_against)}
+                       for h in d.hypotheses],
+        "tell_apart": d.tell_apart or None,
         "candidates": [{"rank": c.rank, "rule": c.rule, "why": c.why} for c in d.candidates],
         "collateral": [{"rank": c.rank, "rule": c.rule, "line": c.line, "title": c.title} for c in d.collateral],
         "findings": [{"rule": f.rule, "title": f.title, "severity": f.severity.value, "role": f.role.value,

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from rootrank.model import Diagnosis
 from rootrank.redact import redact
-from rootrank.render.common import also_seen, collateral_groups, count_text, ranks_text, where
+from rootrank.render.common import (
+    also_seen,
+    collateral_groups,
+    confidence_text,
+    count_text,
+    ranks_text,
+    where,
+)
 
 
 def render_markdown(d: Diagnosis, raw: bool = False) -> str:
@@ -27,7 +34,15 @@ def render_markdown(d: Diagnosis, raw: bool = False) -> str:
             out.append("```")
         out.append("### Why this rank")
         out.append(clean(root.why) or "—")
-        if d.candidates:
+        if root.confidence is not None:
+            out.append(f"**Confidence:** {clean(confidence_text(root.confidence))}")
+        if d.hypotheses:
+            out.append("### Hypotheses")
+            out.extend(f"- {where(h.rank, None)}, `{h.rule}` — for: {clean(h.evidence_for)}; against: "
+                       f"{clean(h.evidence_against)}" for h in d.hypotheses)
+            if d.tell_apart:
+                out.append("To tell them apart (read-only):\n```sh\n" + d.tell_apart + "\n```")
+        elif d.candidates:
             out.append("Other candidates: " + "; ".join(f"rank {c.rank} ({c.rule}: {c.why})" for c in d.candidates))
     groups = collateral_groups(d)
     if groups:

@@ -8,7 +8,14 @@ import textwrap
 
 from rootrank.model import Diagnosis
 from rootrank.redact import redact
-from rootrank.render.common import also_seen, collateral_groups, count_text, ranks_text, where
+from rootrank.render.common import (
+    also_seen,
+    collateral_groups,
+    confidence_text,
+    count_text,
+    ranks_text,
+    where,
+)
 
 LABEL_WIDTH = 14
 
@@ -52,7 +59,14 @@ def render_text(d: Diagnosis, color: bool = False, raw: bool = False, width: int
             block("", f"{src}{e.line}  {clean(e.text)[:300]}")
         rank_label = f"Why rank {root.rank}" if root.rank is not None and root.rank < 1000 else "Why"
         block(rank_label, clean(root.why) + f" (decided by: {root.decided_by})")
-        if d.candidates:
+        if root.confidence is not None:
+            block("Confidence", confidence_text(root.confidence))
+        if d.hypotheses:
+            block("Hypotheses", "\n".join(f"- {where(h.rank, None)} {h.rule}: for: {clean(h.evidence_for)}; "
+                                           f"against: {clean(h.evidence_against)}" for h in d.hypotheses))
+            if d.tell_apart:
+                block("Tell apart", d.tell_apart, reflow=False)
+        elif d.candidates:
             block("Candidates", "; ".join(f"rank {c.rank}: {c.why}" for c in d.candidates))
     groups = collateral_groups(d)
     if groups:

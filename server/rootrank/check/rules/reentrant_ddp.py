@@ -69,8 +69,11 @@ def reentrant_ddp(semantic: Semantic) -> Iterator[Violation]:
         "reentrant `{api}()` runs the same module more than once in one forward under DistributedDataParallel: "
         "its parameters are marked ready twice ('Expected to mark a variable ready only once'); use "
         "`use_reentrant=False` or DDP `static_graph=True`"))
-    if not twice and ddp_calls:
-        yield from _forced(semantic, sites, ddp_calls[0])
+    if ddp_calls:
+        # Every other forced-reentrant site: fragile even where no block is reused yet (and reported
+        # whatever the other sites are, so that fixing one site never reveals a finding on another).
+        reported = {id(site.call) for site in twice}
+        yield from _forced(semantic, [s for s in sites if id(s.call) not in reported], ddp_calls[0])
 
 
 def _forced(semantic: Semantic, sites: list[CheckpointSite], ddp: CallSite) -> Iterator[Violation]:

@@ -1,0 +1,172 @@
+"""How sure a diagnosis is, for the failure and for the rank, and what to run when it is not sure.
+
+Calibrated on purpose: `high` is given only where the log itself proves the answer (the failing
+process printed a specific message under its own rank, and no other rank shows a failure of its
+own); whatever rests on order of appearance across files, on the launcher's second-resolution
+account, on a fallback entry or on an assumption (single node) is `medium` or `low`. When the rank
+is not decided, the open readings are listed as hypotheses with one read-only command that tells
+them apart.
+"""
+
+from __future__ import annotations
+
+from rootrank.diagnose.collect import Collected, is_error_cause
+from rootrank.diagnose.initiator import InitiatorFinder, Verdict, is_launcher_report
+from rootrank.library import Library
+from rootrank.model import Confidence, Hypothesis, Role, Severity, Sureness
+
+GENERIC_PRIORITY = 10  # fallback entries (uncaught exception, child failed) name the failure loosely
+
+# One read-only command per kind of question, the first whose rule prefix fits.
+_TELL_APART = (
+    (("memory.host-oom-kill", "process.killed-signal"),
+     "dmesg -T | grep -i -E 'killed process|out of memory|oom|segfault|xid'   # on each node"),
+    (("hardware.",), "nvidia-smi -q -d ECC,PAGE_RETIREMENT   # on the node of each candidate rank"),
+    (("distributed.rank-stalled", "distributed.collective-timeout", "distributed.nccl-watchdog-stuck"),
+     "py-spy dump --pid <pid of each candidate rank>   # while the job hangs: the rank outside the collective"),
+    (("distributed.",),
+     "re-run with TORCH_DISTRIBUTED_DEBUG=DETAIL TORCH_CPP_LOG_LEVEL=INFO and compare the ranks' last collective"),
+    (("memory.",), "nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv   # on each node"),
+)
+
+
+def tell_apart(rules: list[str]) -> str:
+    for prefixes, command in _TELL_APART:
+        if any(rule.startswith(prefixes) for rule in rules):
+            return command
+    return "re-run with TORCH_DISTRIBUTED_DEBUG=DETAIL and PYTHONFAULTHANDLER=1, one log file per rank (torchrun --log-dir)"
+
+
+class Assessor:
+    def __init__(self, collected: Collected, finder: InitiatorFinder, library: Library) -> None:
+        self.col = collected
+        self.finder = finder
+        self.library = library
+
+    def confidence(self, verdict: Verdict) -> Confidence:
+        return Confidence(failure=self._failure(verdict), rank=self._rank(verdict))
+
+    # ------------------------------------------------------------------ failure
+
+    def _failure(self, verdict: Verdict) -> Sureness:
+        cause = verdict.cause
+        if cause is None or verdict.rule is None:
+            return Sureness("low", "nothing in the log names a failure")
+        entry = self.library.get(verdict.rule)
+        if cause.severity is not Severity.ERROR or cause.role is Role.CONTEXT:
+            return Sureness("medium", "only warnings: nothing stopped the run")
+        if verdict.rule != cause.rule:
+            return Sureness("medium", f"inferred from what the other ranks suffered ({cause.rule}), "
+                                      f"not printed by the failing rank")
+        if cause.role is Role.SYMPTOM:
+            return Sureness("medium", "only what the ranks suffered is in the log")
+        if is_launcher_report(cause):
+            return Sureness("medium", "known only from the launcher's account of the exit, not from the "
+                                      "process's own output")
+        if "frame" in cause.pattern:
+            return Sureness("medium", "read from the innermost traceback frames; the exception line is not in the log")
+        if entry is not None and entry.priority <= GENERIC_PRIORITY:
+            return Sureness("medium", "a generic entry: no more specific entry matched the message")
+        rivals = self._rival_rules(verdict)
+        if rivals:
+            return Sureness("medium", f"other failures of their own on other ranks: {', '.join(sorted(rivals))}")
+        return Sureness("high", f"the message matched {cause.rule} ({cause.pattern}) in the failing process's own output")
+
+    def _rival_rules(self, verdict: Verdict) -> set[str]:
+        out: set[str] = set()
+        for unit in self.col.units:
+            if unit.line.quoted or not is_error_cause(unit) or unit.rule == verdict.rule:
+                continue
+            entry = self.library.get(unit.rule)
+            if entry is not None and entry.priority <= GENERIC_PRIORITY:
+                continue
+            if self.finder._event_rank(unit) != verdict.rank:
+                out.add(unit.rule)
+        return out
+
+    # ------------------------------------------------------------------ rank
+
+    def _rank(self, verdict: Verdict) -> Sureness:
+        if verdict.rank is None:
+            if verdict.undecided or verdict.candidates:
+                return Sureness("low", "the log does not decide the rank")
+            return Sureness("low", "no rank: a single process, or output without rank information")
+        how = verdict.decided_by
+        if how.startswith("earliest cause"):
+            return self._earliest(verdict)
+        if how == "named by the other ranks":
+            return Sureness("medium", "most reports of the other ranks name it")
+        if how == "named by a peer report":
+            return Sureness("medium", "a peer report names it")
+        if how.startswith("odd one out"):
+            return Sureness("medium", "the only rank waiting in a different collective")
+        if how == "missing from the timeouts":
+            return Sureness("medium", "the one rank that printed no timeout; a rank whose output is missing "
+                                      "from the log looks the same")
+        if how == "behind in sequence numbers":
+            return Sureness("medium", "the rank that completed the fewest collectives")
+        if how == "launcher exit of the process that printed it":
+            return Sureness("medium", "the message had no rank prefix; the launcher's exit line gave the rank")
+        if how == "launcher exit" or how == "launcher exit order":
+            return Sureness("low" if "single node assumed" in " ".join(verdict.reasons) else "medium",
+                            "only the launcher's account of which child exited first")
+        return Sureness("low", f"decided by {how}")
+
+    def _earliest(self, verdict: Verdict) -> Sureness:
+        cause = verdict.cause
+        assert cause is not None
+        others = {r for r, _, _ in verdict.candidates}
+        ranked = self._cause_ranks()
+        rivals = ranked - {verdict.rank}
+        if cause.line.rank is None:
+            agent = self.finder._agent_of(cause)
+            local = cause.fields.get("local_rank")
+            mapped = ""
+            if local is not None and local.isdigit():
+                _, mapped = self.finder.launcher.global_rank_how(agent, int(local))
+            if mapped == "failure table" and not rivals:
+                return Sureness("high", "its agent's failure table pairs the local rank with this global rank, "
+                                        "and no other rank shows a failure of its own")
+            if mapped == "single node assumed":
+                return Sureness("low", "a local rank from the launcher; single node assumed")
+            return Sureness("medium", f"a local rank from the launcher, mapped by {mapped or 'its agent'}")
+        if rivals or others:
+            if "timestamp" in verdict.decided_by:
+                return Sureness("medium", f"the earliest time stamp among the ranks with a failure of their own "
+                                          f"({len(rivals) + 1})")
+            return Sureness("low", "several ranks show a failure of their own; order of appearance decided")
+        return Sureness("high", "the only rank with a failure of its own, named by its own output")
+
+    def _cause_ranks(self) -> set[int]:
+        out: set[int] = set()
+        for unit in self.col.units:
+            if unit.line.quoted or not is_error_cause(unit):
+                continue
+            rank = self.finder._event_rank(unit)
+            if rank is not None:
+                out.add(rank)
+        return out
+
+    # ------------------------------------------------------------------ hypotheses
+
+    def hypotheses(self, verdict: Verdict, confidence: Confidence) -> tuple[tuple[Hypothesis, ...], str]:
+        """The readings left open when the rank is not sure, and the command that decides."""
+        if confidence.rank.level == "high" or (verdict.rank is None and not verdict.candidates):
+            return (), ""
+        out: list[Hypothesis] = []
+        if verdict.rank is not None and verdict.rule is not None:
+            out.append(Hypothesis(verdict.rank, verdict.rule, _for(verdict), confidence.rank.reason))
+        for rank, rule, why in verdict.candidates:
+            if rank < 0 or any(h.rank == rank for h in out):
+                continue
+            against = (f"rank {verdict.rank} was chosen: {verdict.decided_by}" if verdict.rank is not None
+                       else "nothing in the log sets it apart from the other candidates")
+            out.append(Hypothesis(rank, rule, why, against))
+        if len(out) < 2:
+            return tuple(out) if verdict.rank is None else (), ""
+        return tuple(out), tell_apart([h.rule for h in out])
+
+
+def _for(verdict: Verdict) -> str:
+    return "; ".join(verdict.reasons) or verdict.decided_by
+
