@@ -37,7 +37,7 @@ if ! "$PY" bench/bench_diagnose.py "${REGEN[@]}" "${DIAG_ARGS[@]}" > "$OUT/bench
 fi
 
 # the other benchmarks, when present: run with their defaults, output kept verbatim
-for name in bench_check bench_lsp bench_watch; do
+for name in bench_check bench_lsp bench_watch bench_fleet; do
     rm -f "$OUT/$name.stdout"
     if [[ -f "bench/$name.py" ]]; then
         echo "== $name.py" >&2
@@ -81,13 +81,14 @@ now=$(date -u '+%Y-%m-%d %H:%M UTC')
     else
         echo "(bench_diagnose.py produced no report)"
     fi
-    for name in bench_check bench_lsp bench_watch; do
+    for name in bench_check bench_lsp bench_watch bench_fleet; do
         if [[ -f "$OUT/$name.stdout" ]]; then
             echo
             case $name in
                 bench_check) echo "## \`rootrank check\` (bench/bench_check.py)" ;;
                 bench_lsp) echo "## Language server (bench/bench_lsp.py)" ;;
                 bench_watch) echo "## \`rootrank watch\` (bench/bench_watch.py)" ;;
+                bench_fleet) echo "## \`rootrank scan\` and \`diagnose --ray\`: local against Ray (bench/bench_fleet.py)" ;;
             esac
             echo
             echo '```text'

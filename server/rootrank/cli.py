@@ -1,4 +1,4 @@
-"""The `rootrank` command: diagnose, check, measure, explain, rules, lsp.
+"""The `rootrank` command: diagnose, scan, check, measure, explain, rules, lsp.
 
 A thin adapter over the engine. Exit codes: 0 nothing wrong, 1 a failure (or finding) found, 2 bad
 usage or unreadable input, printed as one line (set ROOTRANK_DEBUG=1 for a traceback). The language
@@ -40,7 +40,21 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     diagnose.add_argument("--raw", action="store_true", help="do not redact tokens and passwords in the output")
     diagnose.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     diagnose.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    diagnose.add_argument("--ray", metavar="ADDRESS", help="search big files on a Ray cluster: its address, or "
+                                                           "auto (needs rootrank[ray])")
     diagnose.set_defaults(run=_run_diagnose)
+
+    scan = sub.add_parser("scan", help="scan a fleet of runs (a folder per job, or a log file each)")
+    scan.add_argument("root", metavar="RUNS", help="folder whose entries are runs (or one run's folder or file)")
+    scan.add_argument("--format", choices=("text", "jsonl"), default="text")
+    scan.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with plots")
+    scan.add_argument("--ray", metavar="ADDRESS", help="run as Ray tasks on a cluster: its address, or auto "
+                                                       "(needs rootrank[ray])")
+    scan.add_argument("--jobs", type=int, metavar="N", help="local processes (default: all cores)")
+    scan.add_argument("--cache", metavar="FILE", help="resume cache (default: one per root in ~/.cache/rootrank)")
+    scan.add_argument("--no-cache", action="store_true", help="read every run again, keep no cache")
+    scan.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    scan.set_defaults(run=_run_scan)
 
     check = sub.add_parser("check", help="check training code and configs for checkpointing mistakes")
     if "check" in argv:
@@ -111,11 +125,19 @@ def _run_diagnose(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     progress = _ProgressBar() if not args.no_progress and sys.stderr.isatty() else None
     try:
-        diagnosis = diagnose_paths(paths, on_progress=progress)
+        if args.ray is not None:
+            from rootrank.fleet.splitray import diagnose_on_ray
+
+            diagnosis, _tasks = diagnose_on_ray(paths, args.ray, on_progress=progress)
+        else:
+            diagnosis = diagnose_paths(paths, on_progress=progress)
     except InputError as exc:
         from rootrank.render.common import terminal_safe
 
         print(f"rootrank: {terminal_safe(str(exc))}", file=sys.stderr)
+        return EXIT_ERROR
+    except ImportError as exc:
+        print(f"rootrank: --ray needs Ray: pip install 'rootrank[ray]' ({exc})", file=sys.stderr)
         return EXIT_ERROR
     finally:
         if progress is not None:
@@ -229,6 +251,71 @@ def _empty_library() -> str:
     if not where.is_dir():
         return f"no failure library: {where}{told} is not a folder"
     return f"no failure library: {where}{told} holds no valid entry"
+
+
+def _run_scan(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rootrank.diagnose import InputError
+    from rootrank.fleet import scan
+    from rootrank.fleet.cache import default_cache_path
+    from rootrank.fleet.views import summarize_fleet
+
+    cache = None if args.no_cache else Path(args.cache) if args.cache else default_cache_path(args.root)
+    progress = _RunsBar() if not args.no_progress and sys.stderr.isatty() else None
+    try:
+        result = scan(args.root, ray=args.ray, jobs=args.jobs, cache=cache, on_progress=progress)
+    except InputError as exc:
+        print(f"rootrank: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except ImportError as exc:
+        print(f"rootrank: --ray needs Ray: pip install 'rootrank[ray]' ({exc})", file=sys.stderr)
+        return EXIT_ERROR
+    except ConnectionError as exc:
+        print(f"rootrank: cannot reach the Ray cluster at {args.ray}: {str(exc).splitlines()[0] if str(exc) else exc!r}",
+              file=sys.stderr)
+        return EXIT_ERROR
+    finally:
+        if progress is not None:
+            progress.close()
+    summary = summarize_fleet(list(result.rows))
+    if args.html:
+        from rootrank.fleet.html import render_html
+
+        try:
+            Path(args.html).write_text(render_html(result.rows, summary), encoding="utf-8")
+        except OSError as exc:
+            print(f"rootrank: {args.html}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_ERROR
+    if args.format == "jsonl":
+        from rootrank.fleet.jsonl import render_jsonl
+
+        _write(render_jsonl(result.rows))
+    else:
+        from rootrank.fleet.text import render_text as render_fleet
+
+        _write(render_fleet(result.rows, summary))
+    _report_library_problems()
+    return EXIT_FOUND if summary.failed else EXIT_OK
+
+
+class _RunsBar:
+    """A one-line progress bar of runs scanned, on a terminal's stderr."""
+
+    def __init__(self) -> None:
+        self._shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / total) if total else width
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} runs")
+        sys.stderr.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self._shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
 
 
 def _report_library_problems() -> None:

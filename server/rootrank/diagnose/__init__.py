@@ -14,7 +14,7 @@ import io
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from rootrank.diagnose.collect import EventCollector
 from rootrank.diagnose.formats.paste import undecorate
@@ -22,6 +22,7 @@ from rootrank.diagnose.formats.prefixes import RankCensus
 from rootrank.diagnose.lines import LineScanner
 from rootrank.diagnose.match import Matcher
 from rootrank.diagnose.parallel import SplitScan, can_split
+from rootrank.diagnose.parts import Split
 from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
 from rootrank.diagnose.read import (
     DECOMPRESSION_ERRORS,
@@ -37,7 +38,14 @@ from rootrank.diagnose.truncated import may_be_cut, truncated_library
 from rootrank.library import Library, LogPattern, load_library
 from rootrank.model import Diagnosis, Role
 
-__all__ = ["InputError", "Pipeline", "diagnose_paths", "diagnose_text", "match_pasted"]
+__all__ = ["ClosableSplit", "InputError", "Pipeline", "diagnose_paths", "diagnose_text", "match_pasted"]
+
+
+class ClosableSplit(Split, Protocol):
+    """A Split (select.py) that holds resources until the stream is done."""
+
+    def close(self) -> None: ...
+
 
 FOLLOW_LINES = 8
 LOOSE_PRIORITY = 10  # generic fallback entries (uncaught exception)
@@ -56,6 +64,9 @@ class Pipeline:
         self.physical_lines = 0  # every line of every source, read or skipped
         self._prefilter: Prefilter | None = None
         self._continued = frozenset(p.entry_id for p in self.library.patterns if p.follows)
+        # Set by a caller that spreads a big file's candidate search elsewhere: (path, size, prefilter,
+        # bytes read) -> a Split for the rest of the file, or None to read it all here.
+        self.splitter: Callable[[str, int, Prefilter, int], ClosableSplit | None] | None = None
         self._cut_matcher: Matcher | None = None
         # Entries that name a line only loosely: a cut line they match may still say something specific.
         self.loose = frozenset(e.id for e in self.library.entries.values()
@@ -88,9 +99,15 @@ class Pipeline:
         A big file (`path`, `size`) also gets a second process to find candidate lines (parallel.py).
         `census` replaces the rank census's sweep of the stream's head and tail (a live stream sweeps
         its head as it arrives)."""
-        splits: list[SplitScan] = []
+        splits: list[SplitScan | ClosableSplit] = []
 
-        def split_for(prefilter: Prefilter, already_read: int) -> SplitScan | None:
+        def split_for(prefilter: Prefilter, already_read: int) -> Split | None:
+            if path is not None and size is not None and self.splitter is not None:
+                # Another engine finds the rest's candidates (the fleet's Ray tasks, fleet/onray.py).
+                other = self.splitter(path, size, prefilter, already_read)
+                if other is not None:
+                    splits.append(other)
+                return other
             if path is None or size is None or not can_split(size) or already_read >= size // 2:
                 return None
             splits.append(SplitScan(path, size, prefilter, already_read))
@@ -169,13 +186,16 @@ def diagnose_text(text: str, source: str = "-", library: Library | None = None) 
 
 
 def diagnose_paths(paths: list[str], library: Library | None = None,
-                   on_progress: Callable[[int, int], None] | None = None) -> Diagnosis:
+                   on_progress: Callable[[int, int], None] | None = None,
+                   pipeline: Pipeline | None = None) -> Diagnosis:
     """Diagnose files (several per-rank files of one run count as one run) or "-" for stdin.
 
     `on_progress(done_bytes, total_bytes)` is called as big inputs are read (total 0 when unknown).
+    A caller that wants more than the Diagnosis (the fleet scan: every rank's host) passes its own
+    `pipeline`, fresh, and reads it afterwards.
     """
     sources: list[Source] = expand_paths(paths or ["-"])
-    pipeline = Pipeline(library)
+    pipeline = pipeline or Pipeline(library)
     sizes = [_size(s) for s in sources]
     total = sum(s or 0 for s in sizes)
     done = 0
