@@ -355,10 +355,13 @@ await check('measure-checkpointing', async () => {
   const dontSave = page.locator('.monaco-dialog-box .monaco-button', { hasText: "Don't Save" });
   await dontSave.click({ timeout: 5000 }).catch(() => {});
   await openFile('measure_model.py');
-  const word = page.locator('.editor-group-container.active .view-line span', { hasText: /^checkpoint$/ }).last();
-  const box = await boxOf(word, 20000);
-  await page.mouse.move(box.x + 2, box.y + box.height / 2);
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  // the cursor on the call (line 23, inside `checkpoint`), then the hover from the keyboard: no mouse
+  // geometry to race with the editor's layout
+  await page.locator('.editor-instance .view-lines').first().click();
+  await runCommand('Go to Line/Column...');
+  await page.keyboard.type('23:17');
+  await page.keyboard.press('Enter');
+  await runCommand('Show or Focus Hover');
   await page.locator('.monaco-hover', { hasText: 'Last measurement' }).filter({ hasText: 'layers.0-1' }).first().waitFor({ timeout: 20000 });
   await shot('12-measure-hover');
   await page.keyboard.press('Escape');
