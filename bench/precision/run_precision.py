@@ -1,6 +1,6 @@
 """Precision of `rootrank check` on real training codebases: every finding judged by a person.
 
-    python bench/precision/run_precision.py --mirrors DIR [--rootrank CMD] [--write-table]
+    python bench/precision/run_precision.py --mirrors DIR [--python PATH] [--rootrank CMD]
 
 DIR holds a bare git directory per repository of repos.yaml, named `owner+name/repo` (any git clone's
 `.git` works too). Each repository is read at its pinned commit: the files that mention checkpointing
@@ -72,6 +72,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mirrors", type=Path, required=True)
     parser.add_argument("--rootrank", default=f"{sys.executable} -m rootrank.cli")
+    parser.add_argument("--python", default="", metavar="PATH",
+                        help="the interpreter whose library versions the check assumes (`rootrank check --python`); "
+                             "the judgments were made for transformers 4.57")
     parser.add_argument("--write-table", action="store_true", help="print the Markdown table for BENCHMARKS.md")
     args = parser.parse_args()
     repos = yaml.safe_load((HERE / "repos.yaml").read_text(encoding="utf-8"))
@@ -87,7 +90,8 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             files += extract(git_dir, item["commit"], root)
-            out = subprocess.run([*shlex.split(args.rootrank), "check", "--format", "json", "."], cwd=root,
+            versions = ["--python", args.python] if args.python else []
+            out = subprocess.run([*shlex.split(args.rootrank), "check", *versions, "--format", "json", "."], cwd=root,
                                  capture_output=True, text=True, check=False)
             if out.returncode not in (0, 1):
                 print(f"{item['repo']}: rootrank check failed: {out.stderr.strip()}", file=sys.stderr)

@@ -149,11 +149,25 @@ def _mappings(data: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
             yield from _mappings(value, depth + 1)
 
 
+# TrainingArguments fields that say a mapping is the Trainer's arguments.
+_TRAINER_KEYS = frozenset({"output_dir", "per_device_train_batch_size", "per_device_eval_batch_size",
+                           "gradient_accumulation_steps", "learning_rate", "num_train_epochs", "max_steps",
+                           "logging_steps", "save_steps", "eval_strategy", "evaluation_strategy", "save_strategy",
+                           "report_to", "bf16", "fp16", "optim", "lr_scheduler_type", "warmup_ratio", "warmup_steps",
+                           "weight_decay", "deepspeed", "fsdp", "torch_compile", "gradient_checkpointing_kwargs",
+                           "activation_checkpointing_kwargs", "run_name", "seed"})
+
+
 def _trainer_arguments(config: _Config, args: dict[str, Any]) -> Iterator[Finding]:
     # Either spelling (transformers >= 5.23 renamed the fields); the new one wins, as TrainingArguments resolves.
     # (`activation_checkpointing` as a mapping is DeepSpeed's section, not the Trainer's flag.)
     flag = next((name for name in reversed(hf.FLAGS) if isinstance(args.get(name), bool)), None)
     if flag is None or args.get(flag) is not True:
+        return
+    if flag == hf.NEW and not _TRAINER_KEYS & set(args):
+        # `activation_checkpointing: true` is also Composer's / llm-foundry's FSDP flag (`fsdp_config:` beside
+        # `sharding_strategy`, `activation_checkpointing_reentrant`): the new Trainer name counts only in a
+        # mapping that holds other TrainingArguments fields.
         return
     enabled = config.key(args, flag)
     kwargs_key = next((name for name in reversed(hf.KWARGS) if name in args), None)
