@@ -29,7 +29,7 @@ TICK_MERGE = 0.05  # progress lines closer than this are one tick
 MIN_INTERVALS = 3  # ticks needed before the rhythm counts as learnt
 _PROGRESS = re.compile(
     rb"(?i)(?:\b(?:global[_ ]step|step|iter(?:ation)?|it|epoch|batch)\b\s*[:=#]?\s*\[?(?P<step>\d+)"
-    rb"|\d+(?:\.\d+)?\s?(?:it/s|s/it|samples/s|tokens/s|tok/s)"
+    rb"|(?<![\d.])\d+(?:\.\d+)?\s?(?:it/s|s/it|samples/s|tokens/s|tok/s)"  # from a number's start: linear
     rb"|\b\d+/\d+ \["
     rb"|\b(?:loss|lr)\b\s*[:=]?\s*[-+]?(?:\d|nan|inf)"
     rb"|\bheartbeat\b)")

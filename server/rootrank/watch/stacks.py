@@ -29,7 +29,8 @@ PTRACE_HINT = ("py-spy may not attach to the job's processes: ptrace is not perm
                "the job's user or root; on Linux `sudo sysctl kernel.yama.ptrace_scope=0`; in a container "
                "start it with --cap-add SYS_PTRACE; on macOS run with sudo)")
 # `    all_reduce (torch/distributed/distributed_c10d.py:3252)`
-_FRAME = re.compile(r"^\s+(?P<function>.+?) \((?P<file>.+):(?P<line>\d+)\)\s*$")
+# `    train_step (train.py:15)`: the file is the last parenthesised `path:line` (linear: no two open repeats)
+_FRAME = re.compile(r"^\s+(?P<function>\S.*) \((?P<file>[^()]+):(?P<line>\d+)\)[ \t]*$")
 # `Thread 4242 (idle): "MainThread"`; a process that never imported threading has no thread names.
 _THREAD = re.compile(r'^Thread (?P<id>\S+) \((?P<state>[^)]*)\)(?:: "(?P<name>[^"]*)")?')
 _DENIED = re.compile(r"permission denied|operation not permitted|ptrace", re.IGNORECASE)
