@@ -129,7 +129,7 @@ def generate(root: Path, runs: int = 200, hosts: int = 24, lemon: int = 13, lemo
             path.parent.mkdir()
         path.write_bytes(job_log(seed * 1000 + slot, job_hosts, fail_rank, ecc, size))
         truth[name] = {
-            "rule": None if fail_rank is None else "hardware.gpu-fault" if ecc else "memory.cuda-oom",
+            "rule": None if fail_rank is None else "hardware.xid-memory-ecc" if ecc else "memory.cuda-oom",
             "rank": fail_rank,
             "host": None if fail_rank is None else job_hosts[fail_rank // gen_log.RANKS_PER_HOST],
             "hosts": sorted(job_hosts)}
