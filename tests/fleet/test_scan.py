@@ -12,8 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from rootrank.diagnose import diagnose_paths
 from rootrank.fleet import scan
 from rootrank.fleet.jsonl import render_jsonl
