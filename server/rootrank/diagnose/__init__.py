@@ -38,7 +38,8 @@ from rootrank.diagnose.truncated import may_be_cut, truncated_library
 from rootrank.library import Library, LogPattern, load_library
 from rootrank.model import Diagnosis, Role
 
-__all__ = ["ClosableSplit", "InputError", "Pipeline", "diagnose_paths", "diagnose_text", "match_pasted"]
+__all__ = ["ClosableSplit", "InputError", "Pipeline", "diagnose_paths", "diagnose_text", "match_pasted",
+           "prefilter_literals"]
 
 
 class ClosableSplit(Split, Protocol):
@@ -64,6 +65,13 @@ class Pipeline:
         self.physical_lines = 0  # every line of every source, read or skipped
         self._prefilter: Prefilter | None = None
         self._continued = frozenset(p.entry_id for p in self.library.patterns if p.follows)
+        # Completion markers (`after:`): which of them each arming pattern arms, and those armed now.
+        self._arms: dict[tuple[str, str], tuple[LogPattern, ...]] = {}
+        for marker in self.library.patterns:
+            for name in marker.after:
+                key = (marker.entry_id, name)
+                self._arms[key] = (*self._arms.get(key, ()), marker)
+        self._armed: dict[LogPattern, None] = {}  # ordered: the library's order
         # Set by a caller that spreads a big file's candidate search elsewhere: (path, size, prefilter,
         # bytes read) -> a Split for the rest of the file, or None to read it all here.
         self.splitter: Callable[[str, int, Prefilter, int], ClosableSplit | None] | None = None
@@ -83,11 +91,8 @@ class Pipeline:
         """The prefilter, tuned to the first source's bytes (the files of one run look alike, and a run
         of thousands of per-rank files must not rebuild it each time); the matcher follows its anchors."""
         if self._prefilter is None:
-            # Continuation lines (`follows: true`) are found through the line they follow, not the prefilter.
-            patterns = [p for p in self.library.patterns if not p.follows]
-            self._prefilter = Prefilter(
-                [p.literal for p in patterns if not p.ignore_case] + list(STRUCTURAL_LITERALS),
-                [p.literal for p in patterns if p.ignore_case], sample)
+            exact, folded = prefilter_literals(self.library)
+            self._prefilter = Prefilter(exact, folded, sample)
             self.matcher.use_anchors(self._prefilter.anchors)
         return self._prefilter
 
@@ -114,7 +119,8 @@ class Pipeline:
             return splits[-1]
 
         selected = select_lines(handle, self.prefilter, lambda: self.scanner.wants_every_line,
-                                census or self.census.sweep, on_progress, split_for, chunk_bytes)
+                                census or self.census.sweep, on_progress, split_for, chunk_bytes,
+                                self.awaited)
 
         def counted() -> Iterator[tuple[int, str]]:
             self.physical_lines += yield from selected
@@ -125,6 +131,10 @@ class Pipeline:
             for split in splits:
                 split.close()
 
+    def awaited(self) -> tuple[bytes, ...]:
+        """The literals of the completion markers armed now: the line selection looks for them too."""
+        return tuple(marker.literal.encode("utf-8") for marker in self._armed)
+
     def feed(self, source: str, lines: Iterable[tuple[int, str]], path_hint: str | None = None) -> None:
         """Feed (physical line number, line) pairs of one source."""
         entries = self.library.entries
@@ -133,14 +143,29 @@ class Pipeline:
         self.collector.out.sources.append(source)
         continued = self._continued
         cut, loose = self.match_cut, self.loose
+        arms, armed = self._arms, self._armed
         for line in self.scanner.scan(source, lines, path_hint):
             order = collector.observe(line)
+            if armed:
+                for marker, fields in self._completions(line.text):
+                    collector.add(line, order, entries[marker.entry_id], fields, marker.name)
             for pattern, fields in match_pasted(match, line.text, cut, loose):
                 if pattern.follows and line.number > self.scanner.follow_until:
                     continue
                 collector.add(line, order, entries[pattern.entry_id], fields, pattern.name)
                 if not pattern.follows and pattern.entry_id in continued:
                     self.scanner.follow_until = line.number + FOLLOW_LINES
+                for marker in arms.get((pattern.entry_id, pattern.name), ()):
+                    armed[marker] = None
+
+    def _completions(self, text: str) -> Matches:
+        """The armed completion markers this line matches (each is disarmed by its first match)."""
+        found: Matches = []
+        for marker in list(self._armed):
+            if marker.literal in text and (m := marker.regex.search(text)) is not None:
+                del self._armed[marker]
+                found.append((marker, {k: v for k, v in m.groupdict().items() if v is not None}))
+        return found
 
     def result(self) -> Diagnosis:
         """The diagnosis of what was fed so far; feeding may go on (the collected state is not changed)."""
@@ -152,6 +177,14 @@ class Pipeline:
         snapshot = dataclasses.replace(collected, lines=self.physical_lines, ranks_seen=ranks_seen,
                                        local_ranks_seen=local_ranks_seen, sources=list(collected.sources))
         return build_diagnosis(snapshot, self.scanner.launcher.report, self.library)
+
+
+def prefilter_literals(library: Library) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The prefilter's literals, case-sensitive and case-folded. Continuation lines (`follows: true`) are
+    found through the line they follow, completion markers (`after:`) by their literal while armed."""
+    patterns = [p for p in library.patterns if not p.follows and not p.after]
+    return (tuple([p.literal for p in patterns if not p.ignore_case] + list(STRUCTURAL_LITERALS)),
+            tuple(p.literal for p in patterns if p.ignore_case))
 
 
 def match_pasted(match: Callable[[str], Matches], text: str, cut: Callable[[str], Matches] | None = None,

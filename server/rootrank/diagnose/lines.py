@@ -83,8 +83,11 @@ class LineScanner:
         # While lines are read ahead, the launcher parser has not seen them and cannot ask for the lines of
         # a table that starts among them: once a line that arms it is read ahead, every line is taken, so that the result does not depend on how
         # much output came before the table.
-        return (self._sampling or self.launcher.wants_every_line or self.tracebacks.inside_traceback
-                or self._last_number < self.follow_until)
+        # While the dialect is being learnt, the lines read ahead have not been looked at: a traceback
+        # header, a launcher table or a save among them cannot ask for the lines after it yet, so every
+        # line is taken until the look-ahead is full (it then ends a few hundred lines into the source).
+        return (self.probing or self._sampling or self.launcher.wants_every_line
+                or self.tracebacks.inside_traceback or self._last_number < self.follow_until)
 
     def scan(self, source: str, lines: Iterable[tuple[int, str]], path_hint: str | None = None) -> Iterator[LogLine]:
         """LogLines for (physical number, raw line) pairs, which may be a selection of the source's lines."""

@@ -40,7 +40,8 @@ class Matcher:
 
     def __init__(self, library: Library, anchors: tuple[bytes, ...] | None = None) -> None:
         # Patterns are tried in (entry, name) order; each literal maps to its patterns' places in it.
-        self._patterns = sorted(library.patterns, key=lambda p: (p.entry_id, p.name))
+        # Completion markers (`after:`) are matched by the pipeline only while a line has armed them.
+        self._patterns = sorted((p for p in library.patterns if not p.after), key=lambda p: (p.entry_id, p.name))
         self._exact: dict[str, list[int]] = defaultdict(list)
         self._folded: dict[str, list[int]] = defaultdict(list)
         for index, pattern in enumerate(self._patterns):

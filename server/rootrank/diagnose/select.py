@@ -62,7 +62,8 @@ def _decode(raw: Buffer) -> str:
 def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], dense: Callable[[], bool],
                  census: Census, on_progress: Callable[[int], None] | None = None,
                  split_for: Callable[[Prefilter, int], Split | None] | None = None,
-                 chunk_bytes: int | None = None) -> Generator[tuple[int, str], None, int]:
+                 chunk_bytes: int | None = None,
+                 awaited: Callable[[], tuple[bytes, ...]] = tuple) -> Generator[tuple[int, str], None, int]:
     """(1-based physical line number, decoded line) for every selected line of the stream; returns the
     number of physical lines.
 
@@ -71,6 +72,8 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
     of the file: this one then reads up to its boundary only, and afterwards just the selected lines of
     the rest, found and numbered by the other process with the same prefilter. A stream still being
     written (diagnose/live.py) reads in smaller `chunk_bytes`: the selection does not depend on it.
+    `awaited()` names literals the pipeline waits for now (an armed completion marker, whose literal is
+    too common for the prefilter): the lines holding them are selected too, while they are awaited.
     """
     chunks = LineChunks(cast(ReadsInto, handle), chunk_bytes or CHUNK_BYTES, MAX_LINE_BYTES, size_hint=remaining_bytes(handle))
     pieces = iter(chunks)
@@ -83,24 +86,25 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
     if split is not None:
         chunks.limit, chunks.extend = split.first_limit, split.claim
     census(buf, 0, min(cut, CENSUS_BYTES))
-    line_no = yield from _select_in(buf, cut, 0, prefilter.candidates(buf, 0, cut), dense)
+    line_no = yield from _select_in(buf, cut, 0, prefilter.candidates(buf, 0, cut), dense, awaited)
     if on_progress is not None:
         on_progress(cut)
     # With a worker, the census of the end reads the file's last bytes; without, the last chunk's.
     tail = _Tail() if split is None else None
     line_no, offset = yield from _select_chunks(pieces, prefilter, line_no, cut, dense, on_progress, tail,
-                                                not buf.endswith(b"\n", 0, cut))
+                                                not buf.endswith(b"\n", 0, cut), awaited)
     if split is None:
         assert tail is not None
         tail.sweep(census)
         return line_no
     summary = _worker_summary(split)
     if summary is not None:
-        line_no = yield from _select_split(handle.fileno(), split, summary, line_no, dense, on_progress)
+        line_no = yield from _select_split(handle.fileno(), split, summary, line_no, dense, on_progress, awaited)
     else:
         # The worker failed: read the rest here, exactly as if there had been none.
         rest = LineChunks(cast(ReadsInto, handle), CHUNK_BYTES, MAX_LINE_BYTES, size_hint=remaining_bytes(handle))
-        line_no, offset = yield from _select_chunks(iter(rest), prefilter, line_no, offset, dense, on_progress, None)
+        line_no, offset = yield from _select_chunks(iter(rest), prefilter, line_no, offset, dense, on_progress, None,
+                                                    awaited=awaited)
     end = _tail_of(handle.fileno(), split.size)
     census(end, 0, len(end))
     return line_no
@@ -108,7 +112,8 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
 
 def _select_chunks(pieces: Iterator[tuple[bytearray, int]], prefilter: Prefilter, line_no: int, offset: int,
                    dense: Callable[[], bool], on_progress: Callable[[int], None] | None, tail: _Tail | None,
-                   open_line: bool = False) -> Generator[tuple[int, str], None, tuple[int, int]]:
+                   open_line: bool = False, awaited: Callable[[], tuple[bytes, ...]] = tuple,
+                   ) -> Generator[tuple[int, str], None, tuple[int, int]]:
     """The selected lines of the chunks read here; returns (lines counted, bytes read) so far.
     `open_line`: the chunk before ended inside a line (one longer than MAX_LINE_BYTES)."""
     for buf, cut in pieces:
@@ -116,7 +121,7 @@ def _select_chunks(pieces: Iterator[tuple[bytearray, int]], prefilter: Prefilter
             tail.keep(buf, cut)
         if open_line:
             line_no -= 1  # this chunk goes on with that line, which is already counted: one physical line
-        line_no = yield from _select_in(buf, cut, line_no, prefilter.candidates(buf, 0, cut), dense)
+        line_no = yield from _select_in(buf, cut, line_no, prefilter.candidates(buf, 0, cut), dense, awaited)
         open_line = not buf.endswith(b"\n", 0, cut)
         offset += cut
         if on_progress is not None:
@@ -224,8 +229,47 @@ class _LineReader:
         return raw, position
 
 
+def _first_of(buf: Buffer, literals: tuple[bytes, ...], start: int, end: int) -> int:
+    """The offset of the first of the literals in buf[start:end], or -1."""
+    hits = [h for h in (buf.find(literal, start, end) for literal in literals) if h >= 0]
+    return min(hits) if hits else -1
+
+
+def _awaited_in_file(fd: int, start: int, stop: int, literals: tuple[bytes, ...],
+                     block: int = 1 << 20) -> tuple[int, int] | None:
+    """The start of the first line of a file's [start, stop) that holds one of the literals (which hold
+    no newline), and the newlines before it from `start`; None when there is none. `start` is a line
+    start; blocks are cut at a line end, so that a literal is never split between two of them."""
+    keep = max(len(literal) for literal in literals) - 1
+    block = max(block, 2 * (keep + 1))  # a block holds a whole literal with room to move on
+    newlines = 0
+    line_start = start  # where the line that `position` is in starts
+    position = start
+    while position < stop:
+        data = os.pread(fd, min(block, stop - position), position)
+        if not data:
+            return None
+        last = position + len(data) >= stop
+        cut = len(data) if last else data.rfind(b"\n") + 1
+        if cut == 0:
+            cut = max(1, len(data) - keep)  # inside a line longer than a block
+        hit = _first_of(data, literals, 0, len(data))
+        if hit >= 0:
+            newline = data.rfind(b"\n", 0, hit)
+            if newline < 0:
+                return line_start, newlines
+            return position + newline + 1, newlines + data.count(b"\n", 0, newline + 1)
+        newlines += data.count(b"\n", 0, cut)
+        newline = data.rfind(b"\n", 0, cut)
+        if newline >= 0:
+            line_start = position + newline + 1
+        position += cut
+    return None
+
+
 def _select_split(fd: int, split: Split, summary: PartSummary, line_no: int, dense: Callable[[], bool],
-                  on_progress: Callable[[int], None] | None) -> Generator[tuple[int, str], None, int]:
+                  on_progress: Callable[[int], None] | None,
+                  awaited: Callable[[], tuple[bytes, ...]] = tuple) -> Generator[tuple[int, str], None, int]:
     """The selected lines of [boundary, size), from the other process's numbered candidates; returns the
     number of physical lines of the whole file."""
     reader = _LineReader(fd, split.size)
@@ -234,13 +278,25 @@ def _select_split(fd: int, split: Split, summary: PartSummary, line_no: int, den
     number = base  # lines before pos
     candidates = split.candidates()
     reported = pos
+    record: tuple[int, int] | None = None
     while True:
         # Sequential lines while the pipeline wants every line (or the head of a tiny-lined file).
         while pos < split.size and (number < HEAD_LINES or dense()):
             raw, pos = reader.line_at(pos)
             number += 1
             yield number, _decode(raw)
-        record = next((r for r in candidates if r[0] >= pos), None)
+        if record is None or record[0] < pos:
+            record = next((r for r in candidates if r[0] >= pos), None)
+        literals = awaited()
+        found = _awaited_in_file(fd, pos, split.size if record is None else record[0], literals) \
+            if literals and pos < split.size else None
+        if found is not None:
+            # An awaited literal before the next candidate line (the candidate is kept for later).
+            raw, after = reader.line_at(found[0])
+            number += found[1] + 1
+            pos = after
+            yield number, _decode(raw)
+            continue
         if record is None:
             break
         candidate, index = record
@@ -256,8 +312,8 @@ def _select_split(fd: int, split: Split, summary: PartSummary, line_no: int, den
     return base + summary.newlines + (1 if last_line_open else 0)
 
 
-def _select_in(buf: Buffer, end: int, line_no: int, candidates: list[int],
-               dense: Callable[[], bool]) -> Generator[tuple[int, str], None, int]:
+def _select_in(buf: Buffer, end: int, line_no: int, candidates: list[int], dense: Callable[[], bool],
+               awaited: Callable[[], tuple[bytes, ...]] = tuple) -> Generator[tuple[int, str], None, int]:
     """Yield the selected lines of buf[:end]; return the number of lines counted so far."""
     pos = 0
     number = line_no  # the number of the line that starts at pos, minus one
@@ -272,9 +328,16 @@ def _select_in(buf: Buffer, end: int, line_no: int, candidates: list[int],
             continue
         while index < len(candidates) and candidates[index] < pos:
             index += 1
-        if index == len(candidates):
+        start = candidates[index] if index < len(candidates) else end
+        literals = awaited()
+        if literals:
+            # An awaited literal before the next candidate line: its line is the next one selected.
+            hit = _first_of(buf, literals, pos, start)
+            if hit >= 0:
+                newline = buf.rfind(b"\n", pos, hit)
+                start = newline + 1 if newline >= 0 else pos
+        if start >= end:
             break
-        start = candidates[index]
         number += buf.count(b"\n", pos, start)
         eol = buf.find(b"\n", start, end)
         eol = end if eol < 0 else eol

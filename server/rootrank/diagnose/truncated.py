@@ -159,7 +159,7 @@ def truncated_patterns(patterns: tuple[LogPattern, ...]) -> tuple[LogPattern, ..
     """Patterns for cut lines, one per pattern that has one (continuation lines excluded)."""
     out = []
     for p in patterns:
-        if p.follows or p.ignore_case:
+        if p.follows or p.ignore_case or p.after:
             continue
         source = truncated_source(p.pattern, p.literal)
         if source is not None:

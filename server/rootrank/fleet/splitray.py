@@ -21,9 +21,9 @@ from array import array
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rootrank.diagnose import Pipeline, diagnose_paths
+from rootrank.diagnose import Pipeline, diagnose_paths, prefilter_literals
 from rootrank.diagnose.parts import MAX_LINE_BYTES, PartSummary
-from rootrank.diagnose.prefilter import STRUCTURAL_LITERALS, Prefilter
+from rootrank.diagnose.prefilter import Prefilter
 from rootrank.diagnose.read import LineChunks, expand_paths
 from rootrank.diagnose.select import CHUNK_BYTES
 from rootrank.library import Library, load_library
@@ -128,10 +128,8 @@ class RaySplitter:
         self._ray = ray
         self._files = files
         self._segment = segment_bytes
-        patterns = [p for p in library.patterns if not p.follows]
         # The same lists Pipeline.prefilter builds its Prefilter from.
-        self._literals = (tuple([p.literal for p in patterns if not p.ignore_case] + list(STRUCTURAL_LITERALS)),
-                          tuple(p.literal for p in patterns if p.ignore_case))
+        self._literals = prefilter_literals(library)
         self._task = ray.remote(max_retries=MAX_RETRIES, num_cpus=1)(_scan_range)
         self._sample_ref: Any = None
         self._submitted: dict[tuple[str, int], list[Any]] = {}

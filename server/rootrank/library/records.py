@@ -26,6 +26,9 @@ class LogPattern:
     versions: str
     rank_is: str = "global"
     follows: bool = False  # a continuation line: looked for only right after a line of the same entry
+    # A completion marker: it counts only as the first line after a line of one of these patterns of the
+    # same entry (a save's start), so its literal may be common: lines are searched for it only then.
+    after: tuple[str, ...] = ()
 
     @property
     def regex(self) -> re.Pattern[str]:

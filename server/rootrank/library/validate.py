@@ -191,6 +191,10 @@ class EntryValidator:
                 self.fail(f"log[{i}].name", f"duplicate pattern name {pattern.name!r}")
             names.add(pattern.name)
             out.append(pattern)
+        for i, pattern in enumerate(out):
+            unknown = sorted(set(pattern.after) - {p.name for p in out if not p.after})
+            if unknown:
+                self.fail(f"log[{i}].after", f"names no pattern of this entry without `after`: {unknown}")
         return tuple(out)
 
     def pattern(self, where: str, item: Any, entry_id: str) -> LogPattern | None:
@@ -217,8 +221,15 @@ class EntryValidator:
         if not isinstance(follows, bool):
             self.fail(f"{where}.follows", "must be true or false")
             follows = False
+        after = item.get("after", [])
+        if not isinstance(after, list) or not all(isinstance(a, str) and a for a in after):
+            self.fail(f"{where}.after", "must be a list of pattern names")
+            after = []
+        if after and (follows or ignore_case):
+            # The pattern's lines are searched for by its literal's exact bytes, outside the prefilter.
+            self.fail(f"{where}.after", "cannot be combined with `follows` or `ignore_case`")
         return LogPattern(entry_id, name, regex_text, literal, ignore_case, str(item["source"]),
-                          str(item["versions"]), str(rank_is), follows)
+                          str(item["versions"]), str(rank_is), follows, tuple(after))
 
     def regex_is_usable(self, where: str, regex_text: str, literal: str, ignore_case: bool) -> bool:
         """It compiles, cannot backtrack catastrophically, and every match holds the literal."""
