@@ -177,12 +177,23 @@ class Prefilter:
         # case-sensitive scan serves both kinds (a case-insensitive regex loses the fast skip loop).
         folded_sample = b"".join(sample[i: i + FOLDED_PIECE_BYTES]
                                  for i in range(0, len(sample), FOLDED_PIECE_STEP)).lower()
+        # What a hit on an anchor must be confirmed by: the whole literal on the same line (a short
+        # anchor chosen in a sample can be common elsewhere in the log; a line without the literal
+        # itself matches no pattern, and costs the per-line pipeline a hundred times the check).
+        wanted: dict[bytes, set[tuple[bytes, bool]]] = defaultdict(set)
+        for literal_bytes, anchor in choice.anchor_of.items():
+            wanted[anchor].add((literal_bytes, False))
         for literal in folded_literals:
-            variants = _case_variants(_fewest_letters(literal.lower().encode("utf-8"), choice, folded_sample,
-                                                      first_bytes))
+            folded = literal.lower().encode("utf-8")
+            variants = _case_variants(_fewest_letters(folded, choice, folded_sample, first_bytes))
             first_bytes.update(v[0] for v in variants)
             anchors.update(variants)
+            for variant in variants:
+                wanted[variant].add((folded, True))
         self.anchors = tuple(sorted(anchors))
+        # The scan reports the longest anchor at a place: the anchors it starts with were hit too.
+        self._confirm = {a: tuple(sorted({w for other in self.anchors if a.startswith(other) for w in wanted[other]}))
+                         for a in self.anchors}
         self.engine = _pick_engine(engine)
         # One regex per first byte (see the module docstring), unless so many first bytes are needed
         # that one regex over all of them, testing every byte, costs less.
@@ -199,37 +210,53 @@ class Prefilter:
             return _every_line(buf, start, end)
         if self._hs is not None:
             return self._hyperscan_candidates(buf, start, end)
-        hits: list[int] = []
+        hits: list[tuple[int, bytes]] = []
         for regex in self._regexes:
-            hits.extend(m.start() for m in regex.finditer(buf, start, end))
-        return _line_starts(buf, start, end, sorted(hits))
+            hits.extend((m.start(), m.group()) for m in regex.finditer(buf, start, end))
+        hits.sort()
+        return self._confirmed(buf, start, end, hits)
+
+    def _confirmed(self, buf: bytes | bytearray, start: int, end: int, hits: list[tuple[int, bytes]]) -> list[int]:
+        """The starts of the lines holding the given hits (ascending) whose anchor's literal is on the line."""
+        starts: list[int] = []
+        confirm = self._confirm
+        last_line_end = -1
+        for hit, anchor in hits:
+            if hit <= last_line_end:
+                continue
+            line_start = max(buf.rfind(b"\n", start, hit) + 1, start)
+            line_end = buf.find(b"\n", hit, end)
+            line_end = end if line_end < 0 else line_end
+            folded_line: bytes | None = None
+            for literal, folded in confirm[anchor]:
+                if not folded:
+                    if buf.find(literal, line_start, line_end) >= 0:
+                        break
+                    continue
+                if folded_line is None:
+                    folded_line = bytes(buf[line_start:line_end]).lower()
+                if literal in folded_line:
+                    break
+            else:
+                continue  # the literal is not on this line: a later hit on it may still confirm it
+            starts.append(line_start)
+            last_line_end = line_end
+        return starts
 
     def _hyperscan_candidates(self, buf: bytes | bytearray, start: int, end: int) -> list[int]:
-        hits: list[int] = []
+        hits: list[tuple[int, bytes]] = []
+        anchors = self.anchors
 
-        def on_match(_id: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
-            hits.append(start + to - 1)  # offset of the anchor's last byte
+        def on_match(anchor: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            hits.append((start + to - len(anchors[anchor]), anchors[anchor]))  # where the anchor starts
 
         if start == 0 and end == len(buf):
             self._hs.scan(buf, match_event_handler=on_match)
         else:
             with memoryview(buf) as view, view[start:end] as piece:  # no copy of a chunk-sized slice
                 self._hs.scan(piece, match_event_handler=on_match)
-        return _line_starts(buf, start, end, sorted(hits))
-
-
-def _line_starts(buf: bytes | bytearray, start: int, end: int, hits: list[int]) -> list[int]:
-    """The starts of the lines holding the given offsets (ascending), each once."""
-    starts: list[int] = []
-    last_line_end = -1
-    for hit in hits:
-        if hit <= last_line_end:
-            continue
-        line_start = buf.rfind(b"\n", start, hit) + 1
-        line_end = buf.find(b"\n", hit, end)
-        starts.append(max(line_start, start))
-        last_line_end = end if line_end < 0 else line_end
-    return starts
+        hits.sort()
+        return self._confirmed(buf, start, end, hits)
 
 
 def _every_line(buf: bytes | bytearray, start: int, end: int) -> list[int]:
