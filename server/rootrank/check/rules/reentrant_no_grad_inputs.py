@@ -166,6 +166,8 @@ def _reaches(wrap: CallSite, frame: Frame, semantic: Semantic) -> bool:
     in another function that keeps it to itself: that function stores the model on no attribute, wrapped no
     model it was given (PEFT injects the adapters into the model passed in), and returns nothing, or returns
     it only to callers other than `frame`'s function. Two tests of one test module are the usual shape."""
+    if _exclusive(wrap.frame, frame):
+        return False
     function = wrap.frame.function
     if function is None or frame.function is None or function is frame.function:
         return True
@@ -180,6 +182,14 @@ def _reaches(wrap: CallSite, frame: Frame, semantic: Semantic) -> bool:
     targets = (parent.targets if isinstance(parent, ast.Assign) else [parent.target]) if parent is not None else []
     return parent is None or not all(isinstance(t, ast.Name) for t in targets) or \
         any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(function))
+
+
+def _exclusive(first: Frame, second: Frame) -> bool:
+    """Whether the two places sit in different arms of one `if` (`if lora: wrap ... elif ...: enable`) that no
+    loop runs again: one run takes only one of them."""
+    arms = {id(node): (orelse, loops) for node, orelse, loops in first.branches}
+    return any(id(node) in arms and arms[id(node)] == (not orelse, 0) and loops == 0
+               for node, orelse, loops in second.branches)
 
 
 def _called_from(function: FunctionNode, semantic: Semantic) -> set[str]:
