@@ -81,9 +81,10 @@ def run(args: argparse.Namespace) -> int:
     except InputError as error:
         print(f"rootrank: {error}", file=sys.stderr)
         return EXIT_ERROR
+    config_options = _config_options(paths)
     for path in paths:
         name = (args.stdin_filename or "-") if path == "-" else path
-        file_options = environments.options(options, "." if path == "-" else path)
+        file_options = config_options(name, environments.options(options, "." if path == "-" else path))
         try:
             source = read_source(path)
             if fix and path != "-":
@@ -147,6 +148,33 @@ def _cross_file(sources: dict[str, str], options: CheckOptions) -> list[Finding]
         LOG.exception("rootrank: the cross-file check failed")
         return []
     return [f for f in found if filter_findings([f], Locator(sources[f.path]), options)]
+
+
+def _config_options(paths: list[str]) -> Callable[[str, CheckOptions], CheckOptions]:
+    """Per-file options for configs: without the findings (and fixes) that assume the Trainer reads them when
+    the checked Python reads them into an argument class of the project's own (configs.own_config_reader)."""
+    from rootrank.check.configs import READER_DEPENDENT, own_config_reader
+
+    def unchanged(name: str, options: CheckOptions) -> CheckOptions:
+        return options
+
+    if not any(p.lower().endswith((".yaml", ".yml", ".json")) for p in paths):
+        return unchanged
+    python: dict[str, str] = {}
+    for path in paths:
+        if path != "-" and path.endswith(".py"):
+            try:
+                python[path] = read_source(path)
+            except InputError:
+                continue  # reported when the file itself is checked
+    if not own_config_reader(python):
+        return unchanged
+
+    def without(name: str, options: CheckOptions) -> CheckOptions:
+        if not name.lower().endswith((".yaml", ".yml", ".json")):
+            return options
+        return dataclasses.replace(options, ignore=(*options.ignore, *sorted(READER_DEPENDENT)))
+    return without
 
 
 def _ids(values: list[str]) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ parsed gives one `syntax-error` finding, as a Python file does.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -338,6 +339,47 @@ _HF_CHECKPOINTING = re.compile(r"(?:gradient|activation)_checkpointing_enable\s*
 def _beside(script: str, config: str) -> bool:
     a, b = os.path.dirname(os.path.abspath(script)), os.path.dirname(os.path.abspath(config))
     return a == b or os.path.dirname(a) == b or os.path.dirname(b) == a
+
+
+# A class of the project's own that declares the flag: `gradient_checkpointing: bool = ...` in its body.
+_FLAG_FIELD = re.compile(r"^[ \t]+(?:gradient|activation)_checkpointing[ \t]*:", re.M)
+_TRAINER_BASES = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "GRPOConfig", "DPOConfig",
+                            "ORPOConfig", "KTOConfig", "RewardConfig", "PPOConfig"})
+_PLAIN_BASES = frozenset({"object", "BaseModel"})
+# Config findings that rest on the Trainer reading the mapping (its default kwargs decide the mode).
+READER_DEPENDENT = frozenset({USE_REENTRANT, DDP})
+
+
+def own_config_reader(sources: Mapping[str, str]) -> str:
+    """`path:line Class` of an argument class of the project's own (a dataclass or pydantic model that is not
+    a TrainingArguments) declaring `gradient_checkpointing`, or "". Such a project reads its YAML/JSON configs
+    into its own class (open-instruct's `FlatArguments`, axolotl's config schema), and its code, not the
+    Trainer's defaults, decides how checkpointing is enabled: the Python checks see that code."""
+    classes: dict[str, tuple[tuple[str, ...], bool, str]] = {}  # name -> (bases, declares the flag, where)
+    for path, text in sources.items():
+        if not path.endswith(".py") or not _FLAG_FIELD.search(text):
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = tuple(b.attr if isinstance(b, ast.Attribute) else b.id if isinstance(b, ast.Name) else "?"
+                              for b in node.bases)
+                declares = any(isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                               and s.target.id in hf.FLAGS for s in node.body)
+                classes.setdefault(node.name, (bases, declares, f"{path}:{node.lineno} {node.name}"))
+
+    def own(name: str, depth: int = 0) -> bool:
+        """Not a TrainingArguments, as far as the bases can be followed (an unknown base: not known to be own)."""
+        if name in _TRAINER_BASES or depth > 10:
+            return False
+        if name not in classes:
+            return name in _PLAIN_BASES
+        return all(own(base, depth + 1) for base in classes[name][0])
+
+    return next((where for name, (_, declares, where) in sorted(classes.items()) if declares and own(name)), "")
 
 
 def cross_file(sources: dict[str, str]) -> list[Finding]:
