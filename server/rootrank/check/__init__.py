@@ -94,23 +94,58 @@ MAX_FIX_PASSES = 10  # as ruff: re-check after each pass, since overlapping fixe
 def fix_source(source: str, path: str, options: CheckOptions | None = None,
                unsafe: bool = False) -> tuple[str, int]:
     """The text after `--fix` (safe fixes; `unsafe` adds the unsafe ones), re-checked after each pass until
-    nothing changes, and how many findings were fixed. Notebooks are fixed cell by cell."""
+    nothing changes, and how many findings were fixed. Notebooks are fixed cell by cell. Python that
+    compiled before compiles after: a pass whose result does not is cut down to the fixes that each
+    compile, and dropped when even those together do not."""
     from rootrank.check.fixes import apply_fixes, choose
 
-    count = 0
-    for _ in range(MAX_FIX_PASSES):
-        findings = check_source(source, path, options)
+    def apply(text: str, findings: list[Finding]) -> str:
         if is_notebook(path):
             from rootrank.check.notebook import apply_to_cells
 
-            fixed = apply_to_cells(source, findings, lambda cell, found: apply_fixes(cell, found, unsafe=unsafe))
-        else:
-            fixed = apply_fixes(source, findings, unsafe=unsafe)
+            return apply_to_cells(text, findings, lambda cell, found: apply_fixes(cell, found, unsafe=unsafe))
+        return apply_fixes(text, findings, unsafe=unsafe)
+
+    count = 0
+    original = source
+    for _ in range(MAX_FIX_PASSES):
+        findings = [f for f in check_source(source, path, options) if choose(f, unsafe) is not None]
+        fixed = apply(source, findings)
+        if fixed != source and not is_config(path) and not _compiles(fixed, path) and _compiles(source, path):
+            findings = [f for f in findings if _compiles(apply(source, [f]), path)]
+            fixed = apply(source, findings)
+            if not _compiles(fixed, path):
+                break
         if fixed == source:
             break
-        count += sum(1 for f in findings if choose(f, unsafe) is not None)
+        count += len(findings)
         source = fixed
-    return source, count
+    return _keep_line_endings(original, source), count
+
+
+def _compiles(text: str, path: str) -> bool:
+    """Whether Python (or a notebook's code cells, as one module) compiles: `ast.parse` alone lets
+    through what the compiler refuses (`yield` outside a function, `return` at module level)."""
+    if is_notebook(path):
+        from rootrank.check.notebook import NotebookError, notebook_module, parse_notebook
+
+        try:
+            text = notebook_module(parse_notebook(text)).text
+        except NotebookError:
+            return False
+    try:
+        compile(text, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _keep_line_endings(original: str, fixed: str) -> str:
+    """A file written with CRLF throughout stays so: a fix's (or a notebook's re-dumped) plain newlines
+    become CRLF too."""
+    if fixed == original or "\r\n" not in original or original.count("\n") != original.count("\r\n"):
+        return fixed
+    return re.sub(r"(?<!\r)\n", "\r\n", fixed)
 
 
 def filter_findings(findings: list[Finding], locator: Locator, options: CheckOptions) -> list[Finding]:

@@ -68,17 +68,106 @@ def fixes(*candidates: Fix | None) -> tuple[Fix, ...]:
 
 
 def call_directly(semantic: Semantic, call: ast.Call) -> Edit | None:
-    """`checkpoint(fn, a, b, use_reentrant=False)` -> `fn(a, b)`; None when arguments would be lost."""
+    """`checkpoint(fn, a, b, use_reentrant=False)` -> `fn(a, b)`; None when arguments would be lost.
+
+    Each argument is kept as written between its commas (its own parentheses, as in `(yield x)`, and the
+    comments beside it); only checkpoint's own keywords go, and the comments written with them stay."""
     if not call.args or isinstance(call.args[0], ast.Starred):
         return None
-    passed = [k for k in call.keywords if k.arg not in CHECKPOINT_OWN_KEYWORDS]
     if any(k.arg is None for k in call.keywords):
         return None
-    parts = [semantic.text(a) for a in call.args[1:]] + [semantic.text(k) for k in passed]
-    function = semantic.text(call.args[0])
-    if not isinstance(call.args[0], (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
-        function = f"({function})"  # a lambda must be parenthesised before it is called
-    return replace(semantic, call, f"{function}({', '.join(parts)})")
+    pieces = _arguments(semantic.text(call), len(semantic.text(call.func)))
+    nodes: list[ast.AST] = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
+    written = [p for p in pieces or () if _leading(p) != p]
+    if pieces is None or len(written) != len(nodes) or any(_leading(p) == p for p in pieces[:len(nodes)]):
+        return None  # a layout the split does not understand: no fix rather than a wrong one
+    first = pieces[0]
+    function_text = first[len(_leading(first)):].rstrip(" \t\r\n")
+    after_function = first[len(_leading(first)) + len(function_text):]
+    if not isinstance(nodes[0], (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) \
+            and function_text == semantic.text(nodes[0]):
+        function_text = f"({function_text})"  # a lambda must be parenthesised before it is called
+    out = _comments(_leading(first)) + _comments(after_function)
+    comma = kept = False
+    for piece, node in zip(pieces[1:len(nodes)], nodes[1:], strict=True):
+        if isinstance(node, ast.keyword) and node.arg in CHECKPOINT_OWN_KEYWORDS:
+            content = piece[len(_leading(piece)):]
+            keyword = semantic.text(node)
+            note = _comments(_leading(piece)) + _comments(content[len(keyword):] if content.startswith(keyword) else "")
+            if note:  # the keyword goes, the comment written with it stays
+                out += "," * comma + note
+                comma = False
+            continue
+        out += "," * comma
+        if out.endswith("\n"):
+            piece = piece.lstrip("\r\n")
+        elif not out and "\n" not in _leading(piece):
+            piece = piece.lstrip(" \t")
+        out += piece
+        comma = kept = True
+    tail = pieces[len(nodes)] if len(pieces) > len(nodes) else ""  # after a trailing comma
+    if kept and tail:
+        out += "," * comma + (tail.lstrip("\r\n") if out.endswith("\n") else tail)
+    elif _comments(tail):
+        out += "," * comma + _comments(tail)
+    return replace(semantic, call, f"{function_text}({out})")
+
+
+def _comments(blank: str) -> str:
+    """The comments in a stretch of blanks and comments (ending at the newline after the last one)."""
+    return blank.rstrip(" \t") if "#" in blank else ""
+
+
+def _leading(piece: str) -> str:
+    """The blanks and comments before an argument's text."""
+    position = 0
+    while position < len(piece):
+        if piece[position] in " \t\r\n\\":
+            position += 1
+        elif piece[position] == "#":
+            end = piece.find("\n", position)
+            position = len(piece) if end < 0 else end
+        else:
+            break
+    return piece[:position]
+
+
+def _arguments(call_text: str, function_length: int) -> list[str] | None:
+    """The text between a call's parentheses, split at its top-level commas (tokenize: never a comma in a
+    string or a comment); None when the text does not tokenize."""
+    import io
+    import tokenize
+
+    from rootrank.check.source import Locator
+
+    locator = Locator(call_text)
+    cuts: list[int] = []
+    depth = 0
+    open_at = close_at = -1
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(call_text).readline):
+            if token.type != tokenize.OP:
+                continue
+            offset = locator.offset(token.start[0], token.start[1] + 1)
+            if offset < function_length:
+                continue
+            if token.string in "([{":
+                depth += 1
+                if depth == 1 and open_at < 0:
+                    open_at = offset
+            elif token.string in ")]}":
+                depth -= 1
+                if depth == 0:
+                    close_at = offset
+                    break
+            elif token.string == "," and depth == 1:
+                cuts.append(offset)
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if open_at < 0 or close_at < 0:
+        return None
+    bounds = [open_at, *cuts, close_at]
+    return [call_text[a + 1:b] for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 def use_non_reentrant(semantic: Semantic, call: ast.Call, api: str) -> Fix | None:
