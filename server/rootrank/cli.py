@@ -280,9 +280,8 @@ def _run_scan(args: argparse.Namespace) -> int:
             progress.close()
     summary = summarize_fleet(list(result.rows))
     if args.html:
-        from rootrank.fleet.html import render_html
-
         from rootrank import atomic
+        from rootrank.fleet.html import render_html
 
         try:  # whole or not at all: a report cut by a full disk would read as a finished one
             atomic.write_new(args.html, render_html(result.rows, summary).encode("utf-8"))

@@ -11,6 +11,7 @@ import logging
 import re
 
 from rootrank.check import rules as _rules  # noqa: F401  (registers every rule)
+from rootrank.check.noqa import language_of, scan, silenced
 from rootrank.check.options import CheckOptions
 from rootrank.check.registry import RULES
 from rootrank.check.source import MENTIONS_CHECKPOINTING, Locator
@@ -25,7 +26,6 @@ LOG = logging.getLogger(__name__)
 SYNTAX_ERROR = "syntax-error"
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".sh")
 NOTEBOOK_SUFFIX = ".ipynb"
-_NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<ids>[\w.\-]+(?:[ \t]*,[ \t]*[\w.\-]+)*))?", re.I)
 
 
 def is_config(path: str) -> bool:
@@ -85,7 +85,7 @@ def check_source(source: str, path: str, options: CheckOptions | None = None) ->
     except Exception:  # a bug of ours must not take the editor or the CLI down with it
         LOG.exception("rootrank: checking %s failed; no findings for it", path)
         return []
-    return filter_findings(findings, locator, options)
+    return filter_findings(findings, locator, options, path)
 
 
 MAX_FIX_PASSES = 10  # as ruff: re-check after each pass, since overlapping fixes wait for the next one
@@ -148,11 +148,15 @@ def _keep_line_endings(original: str, fixed: str) -> str:
     return re.sub(r"(?<!\r)\n", "\r\n", fixed)
 
 
-def filter_findings(findings: list[Finding], locator: Locator, options: CheckOptions) -> list[Finding]:
-    """Apply select/ignore and `# noqa` to one file's findings, and sort them."""
+def filter_findings(findings: list[Finding], locator: Locator, options: CheckOptions,
+                    path: str = "") -> list[Finding]:
+    """Apply select/ignore and `# noqa` to one file's findings, and sort them. `path` says how the file's
+    comments are written (check/noqa.language_of; Python when not given)."""
     findings = [f for f in findings if f.rule == SYNTAX_ERROR or options.enabled(f.rule)]
-    if options.noqa:
-        findings = [f for f in findings if not _silenced(f, locator)]
+    language = language_of(path) if path else "python"
+    if options.noqa and findings and language is not None:
+        comments = scan(locator.source, language)
+        findings = [f for f in findings if not silenced(f.rule, f.line, comments)]
     return sorted(findings, key=lambda f: (f.line, f.column, f.rule))
 
 
@@ -187,15 +191,3 @@ def severity_of(rule_id: str, default: Severity | None = None) -> Severity:
         return default
     rule = RULES.get(rule_id)
     return rule.default_severity if rule else Severity.WARNING
-
-
-def _silenced(finding: Finding, locator: Locator) -> bool:
-    match = _NOQA.search(locator.line_text(finding.line))
-    if match is None:
-        return False
-    ids = match.group("ids")
-    if not ids:
-        return True
-    from rootrank.check.options import matches
-
-    return any(matches(finding.rule, i) for i in re.split(r"[ \t]*,[ \t]*", ids))

@@ -146,7 +146,7 @@ def _cross_file(sources: dict[str, str], options: CheckOptions) -> list[Finding]
     except Exception:  # as for single files: a bug of ours is logged, not raised
         LOG.exception("rootrank: the cross-file check failed")
         return []
-    return [f for f in found if filter_findings([f], Locator(sources[f.path]), options)]
+    return [f for f in found if filter_findings([f], Locator(sources[f.path]), options, f.path)]
 
 
 def _ids(values: list[str]) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ multi-line layouts intact: `f(a,  # note\\n)` becomes `f(a, use_reentrant=False,
 from __future__ import annotations
 
 import ast
+import itertools
 
 from rootrank.check import hf
 from rootrank.check.semantic import CHECKPOINT_OWN_KEYWORDS, Semantic, bound_positionally
@@ -77,7 +78,7 @@ def call_directly(semantic: Semantic, call: ast.Call) -> Edit | None:
     if any(k.arg is None for k in call.keywords):
         return None
     pieces = _arguments(semantic.text(call), len(semantic.text(call.func)))
-    nodes: list[ast.AST] = sorted([*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset))
+    nodes: list[ast.AST] = sorted([*call.args, *call.keywords], key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
     written = [p for p in pieces or () if _leading(p) != p]
     if pieces is None or len(written) != len(nodes) or any(_leading(p) == p for p in pieces[:len(nodes)]):
         return None  # a layout the split does not understand: no fix rather than a wrong one
@@ -167,7 +168,7 @@ def _arguments(call_text: str, function_length: int) -> list[str] | None:
     if open_at < 0 or close_at < 0:
         return None
     bounds = [open_at, *cuts, close_at]
-    return [call_text[a + 1:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [call_text[a + 1:b] for a, b in itertools.pairwise(bounds)]
 
 
 def use_non_reentrant(semantic: Semantic, call: ast.Call, api: str) -> Fix | None:
