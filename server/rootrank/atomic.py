@@ -155,24 +155,28 @@ def _rewrite_in_place(snap: Snapshot, data: bytes, shown: str) -> None:
         if isinstance(error, OSError):
             raise _failed(error, shown) from None
         raise
+    restored = True
     try:
         try:
+            _unchanged(snap, shown)
             if len(data) > len(snap.data) and hasattr(os, "posix_fallocate"):
                 os.posix_fallocate(fd, 0, len(data))  # ENOSPC / EFBIG now, before a byte is changed
-            _unchanged(snap, shown)
             os.lseek(fd, 0, os.SEEK_SET)
             _write_all(fd, data)
             os.ftruncate(fd, len(data))
             os.fsync(fd)
         except OSError as error:
+            restored = False
             _restore(fd, snap.data)
+            restored = True
             if isinstance(error, WriteError):
                 raise
             raise _failed(error, shown) from None
     finally:
         os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(backup)
+        if restored:  # else the copy beside the file is the only whole original left: it stays
+            with contextlib.suppress(OSError):
+                os.unlink(backup)
 
 
 def _restore(fd: int, original: bytes) -> None:
