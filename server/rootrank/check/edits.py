@@ -8,10 +8,13 @@ multi-line layouts intact: `f(a,  # note\\n)` becomes `f(a, use_reentrant=False,
 from __future__ import annotations
 
 import ast
+import contextlib
 import itertools
+import tokenize
 
 from rootrank.check import hf
 from rootrank.check.semantic import CHECKPOINT_OWN_KEYWORDS, Semantic, bound_positionally
+from rootrank.check.source import Locator
 from rootrank.model import Applicability, Edit, Fix
 
 
@@ -83,18 +86,16 @@ def call_directly(semantic: Semantic, call: ast.Call) -> Edit | None:
     if pieces is None or len(written) != len(nodes) or any(_leading(p) == p for p in pieces[:len(nodes)]):
         return None  # a layout the split does not understand: no fix rather than a wrong one
     first = pieces[0]
-    function_text = first[len(_leading(first)):].rstrip(" \t\r\n")
-    after_function = first[len(_leading(first)) + len(function_text):]
+    lead, function_text, after_function = _split(first)
     if not isinstance(nodes[0], (ast.Name, ast.Attribute, ast.Subscript, ast.Call)) \
             and function_text == semantic.text(nodes[0]):
         function_text = f"({function_text})"  # a lambda must be parenthesised before it is called
-    out = _comments(_leading(first)) + _comments(after_function)
+    out = _comments(lead) + _comments(after_function)
     comma = kept = False
     for piece, node in zip(pieces[1:len(nodes)], nodes[1:], strict=True):
         if isinstance(node, ast.keyword) and node.arg in CHECKPOINT_OWN_KEYWORDS:
-            content = piece[len(_leading(piece)):]
-            keyword = semantic.text(node)
-            note = _comments(_leading(piece)) + _comments(content[len(keyword):] if content.startswith(keyword) else "")
+            before, _, after = _split(piece)
+            note = _comments(before) + _comments(after)
             if note:  # the keyword goes, the comment written with it stays
                 out += "," * comma + note
                 comma = False
@@ -112,6 +113,26 @@ def call_directly(semantic: Semantic, call: ast.Call) -> Edit | None:
     elif _comments(tail):
         out += "," * comma + _comments(tail)
     return replace(semantic, call, f"{function_text}({out})")
+
+
+def _split(piece: str) -> tuple[str, str, str]:
+    """An argument as (blanks and comments before it, its code, blanks and comments after it)."""
+    import io
+
+    lead = _leading(piece)
+    wrapped = "(" + piece + "\n)"
+    locator = Locator(wrapped)
+    end = len(lead)
+    with contextlib.suppress(tokenize.TokenError, SyntaxError):
+        tokens = list(tokenize.generate_tokens(io.StringIO(wrapped).readline))
+        code = [t for t in tokens[1:] if t.type not in _NOT_CODE]
+        if len(code) > 1:  # the last one is the closing parenthesis added here
+            end = locator.offset(code[-2].end[0], code[-2].end[1] + 1) - 1
+    return lead, piece[len(lead):end], piece[end:]
+
+
+_NOT_CODE = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.INDENT,
+                       tokenize.DEDENT})
 
 
 def _comments(blank: str) -> str:
@@ -137,9 +158,6 @@ def _arguments(call_text: str, function_length: int) -> list[str] | None:
     """The text between a call's parentheses, split at its top-level commas (tokenize: never a comma in a
     string or a comment); None when the text does not tokenize."""
     import io
-    import tokenize
-
-    from rootrank.check.source import Locator
 
     locator = Locator(call_text)
     cuts: list[int] = []
