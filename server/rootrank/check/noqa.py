@@ -25,7 +25,6 @@ __all__ = ["NOQA", "Comment", "Comments", "codes_of", "insertion", "language_of"
 
 # Matched against one comment's text only. Each repeat is over its own set: linear.
 NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[\w.\-]+(?:[ \t]*,[ \t]*[\w.\-]+)*))?", re.I)
-_SEPARATOR = re.compile(r"[ \t]*,[ \t]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +75,8 @@ def language_of(path: str) -> str | None:
 
 def codes_of(match: re.Match[str]) -> list[str]:
     codes = match.group("codes")
-    return _SEPARATOR.split(codes) if codes else []
+    # str.split, not a regex around the comma: blanks-comma-blanks backtracks over a run of blanks
+    return [code.strip(" \t") for code in codes.split(",")] if codes else []
 
 
 def silenced(rule: str, line: int, comments: Comments) -> bool:
