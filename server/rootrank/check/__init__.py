@@ -111,7 +111,7 @@ def fix_source(source: str, path: str, options: CheckOptions | None = None,
     for _ in range(MAX_FIX_PASSES):
         findings = [f for f in check_source(source, path, options) if choose(f, unsafe) is not None]
         fixed = apply(source, findings)
-        if fixed != source and not is_config(path) and not _compiles(fixed, path) and _compiles(source, path):
+        if fixed != source and not _compiles(fixed, path) and _compiles(source, path):
             findings = [f for f in findings if _compiles(apply(source, [f]), path)]
             fixed = apply(source, findings)
             if not _compiles(fixed, path):
@@ -125,7 +125,12 @@ def fix_source(source: str, path: str, options: CheckOptions | None = None,
 
 def _compiles(text: str, path: str) -> bool:
     """Whether Python (or a notebook's code cells, as one module) compiles: `ast.parse` alone lets
-    through what the compiler refuses (`yield` outside a function, `return` at module level)."""
+    through what the compiler refuses (`yield` outside a function, `return` at module level). A config
+    must parse: each of its fixes is proven alone (check/configs), and this holds them together."""
+    if is_config(path):
+        from rootrank.check.configs import parses
+
+        return parses(text, path)
     if is_notebook(path):
         from rootrank.check.notebook import NotebookError, notebook_module, parse_notebook
 

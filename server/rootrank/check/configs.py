@@ -249,6 +249,17 @@ def check_config(source: str, path: str, locator: Locator,
     return findings
 
 
+def parses(source: str, path: str) -> bool:
+    """Whether a config still reads as JSON or YAML (a launch script always does)."""
+    if path.lower().endswith(".sh"):
+        return True
+    try:
+        _Config(path, source, Locator(source))
+    except (ValueError, yaml.YAMLError, RecursionError):
+        return False
+    return True
+
+
 MAX_PROVEN_FIXES = 64  # each is one more parse and check of the file; past this many, no fixes are offered
 
 
