@@ -114,12 +114,7 @@ def replace(snap: Snapshot, data: bytes, shown: str = "") -> None:
     try:
         try:
             _write_all(fd, data)
-            os.fchmod(fd, snap.mode)
-            if (snap.uid, snap.gid) != (os.getuid(), os.getgid()):
-                # Only root (or a member of the group) may give the file back its owner; otherwise the
-                # user who runs the fix owns the new file, as with any editor's save.
-                with contextlib.suppress(PermissionError):
-                    os.fchown(fd, snap.uid, snap.gid)
+            _keep_mode_and_owner(fd, temporary, snap)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -132,6 +127,18 @@ def replace(snap: Snapshot, data: bytes, shown: str = "") -> None:
             raise _failed(error, shown) from None
         raise
     _fsync_directory(directory)
+
+
+def _keep_mode_and_owner(fd: int, temporary: str, snap: Snapshot) -> None:
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, snap.mode)
+    else:  # Windows before 3.13
+        os.chmod(temporary, snap.mode)
+    if hasattr(os, "fchown") and (snap.uid, snap.gid) != (os.getuid(), os.getgid()):
+        # Only root (or a member of the group) may give the file back its owner; otherwise the user
+        # who runs the fix owns the new file, as with any editor's save.
+        with contextlib.suppress(PermissionError):
+            os.fchown(fd, snap.uid, snap.gid)
 
 
 def _rewrite_in_place(snap: Snapshot, data: bytes, shown: str) -> None:
@@ -201,12 +208,13 @@ def write_new(path: str, data: bytes) -> None:
     try:
         try:
             _write_all(fd, data)
-            with contextlib.suppress(FileNotFoundError):
-                os.fchmod(fd, stat.S_IMODE(os.stat(target).st_mode))
-            else_mode = os.umask(0)
-            os.umask(else_mode)
-            if not os.path.exists(target):
-                os.fchmod(fd, 0o666 & ~else_mode)  # a new file gets the mode `open` would give it
+            try:
+                mode = stat.S_IMODE(os.stat(target).st_mode)
+            except FileNotFoundError:
+                umask = os.umask(0o022)
+                os.umask(umask)
+                mode = 0o666 & ~umask  # a new file gets the mode `open` would have given it
+            os.chmod(temporary, mode)
             os.fsync(fd)
         finally:
             os.close(fd)
