@@ -25,7 +25,7 @@ from rootrank.model import Applicability, Edit, Fix, Severity
 HEAD = "import torch\nfrom torch.utils.checkpoint import checkpoint\n\n\ndef step(block, x, y, make):\n"
 RULE = "checkpoint.use-reentrant-explicit"
 
-FUNCTIONS = ["block", "block.forward", "make()", "(lambda t: t)", "lambda t: t"]
+FUNCTIONS = ["block", "block.forward", "make()", "(lambda t: t)", "lambda t: t", "lambda t, s=(1, 2): t"]
 ARGUMENTS = ["x", "(yield x)", "(x, y)", '"a, b) # noqa"', "[1, (2)]", "{'k': (y)}", "(x\n            )",
              "make(x, y)", "*x"]
 

@@ -80,10 +80,10 @@ def call_directly(semantic: Semantic, call: ast.Call) -> Edit | None:
         return None
     if any(k.arg is None for k in call.keywords):
         return None
-    pieces = _arguments(semantic.text(call), len(semantic.text(call.func)))
-    nodes: list[ast.AST] = sorted([*call.args, *call.keywords], key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
-    written = [p for p in pieces or () if _leading(p) != p]
-    if pieces is None or len(written) != len(nodes) or any(_leading(p) == p for p in pieces[:len(nodes)]):
+    nodes: list[ast.AST] = sorted([*call.args, *call.keywords],
+                                  key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+    pieces = _arguments(semantic, call, nodes)
+    if pieces is None:
         return None  # a layout the split does not understand: no fix rather than a wrong one
     first = pieces[0]
     lead, function_text, after_function = _split(first)
@@ -154,39 +154,51 @@ def _leading(piece: str) -> str:
     return piece[:position]
 
 
-def _arguments(call_text: str, function_length: int) -> list[str] | None:
-    """The text between a call's parentheses, split at its top-level commas (tokenize: never a comma in a
-    string or a comment); None when the text does not tokenize."""
-    import io
+def _arguments(semantic: Semantic, call: ast.Call, nodes: list[ast.AST]) -> list[str] | None:
+    """The call's arguments as written, one piece per argument from comma to comma (with its own
+    parentheses and the comments beside it), and after a trailing comma what follows it.
 
-    locator = Locator(call_text)
-    cuts: list[int] = []
-    depth = 0
-    open_at = close_at = -1
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(call_text).readline):
-            if token.type != tokenize.OP:
-                continue
-            offset = locator.offset(token.start[0], token.start[1] + 1)
-            if offset < function_length:
-                continue
-            if token.string in "([{":
-                depth += 1
-                if depth == 1 and open_at < 0:
-                    open_at = offset
-            elif token.string in ")]}":
-                depth -= 1
-                if depth == 0:
-                    close_at = offset
-                    break
-            elif token.string == "," and depth == 1:
-                cuts.append(offset)
-    except (tokenize.TokenError, SyntaxError):
+    The AST gives where each argument is; between two of them there is only blanks, parentheses,
+    comments and the one separating comma (a string would be part of an argument), so the comma is the
+    first `,` outside a comment. None for a layout that does not read that way."""
+    source = semantic.source
+    locator = semantic.locator
+
+    def offset(line: int, column: int) -> int:
+        return locator.offset(line, column)
+
+    _, _, end_line, end_column = semantic.span(call)
+    _, _, func_line, func_column = semantic.span(call.func)
+    call_end = offset(end_line, end_column) - 1  # its closing parenthesis
+    open_at = _first(source, offset(func_line, func_column), offset(*semantic.span(nodes[0])[:2]), "(")
+    if open_at is None or source[call_end:call_end + 1] != ")":
         return None
-    if open_at < 0 or close_at < 0:
-        return None
-    bounds = [open_at, *cuts, close_at]
-    return [call_text[a + 1:b] for a, b in itertools.pairwise(bounds)]
+    cuts = [open_at]
+    for node, following in itertools.pairwise(nodes):
+        _, _, line, column = semantic.span(node)
+        comma = _first(source, offset(line, column), offset(*semantic.span(following)[:2]), ",")
+        if comma is None:
+            return None
+        cuts.append(comma)
+    _, _, line, column = semantic.span(nodes[-1])
+    trailing = _first(source, offset(line, column), call_end, ",")
+    if trailing is not None:
+        cuts.append(trailing)
+    cuts.append(call_end)
+    return [source[a + 1:b] for a, b in itertools.pairwise(cuts)]
+
+
+def _first(source: str, start: int, end: int, char: str) -> int | None:
+    """The first `char` in source[start:end] that is not in a comment (the stretch holds no strings)."""
+    position = start
+    while position < end:
+        if source[position] == "#":
+            newline = source.find("\n", position, end)
+            position = end if newline < 0 else newline
+        elif source[position] == char:
+            return position
+        position += 1
+    return None
 
 
 def use_non_reentrant(semantic: Semantic, call: ast.Call, api: str) -> Fix | None:
