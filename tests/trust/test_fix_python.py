@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 
 from rootrank.check import check_source, fix_source
-from rootrank.check.noqa import insertion, scan
+from rootrank.check.noqa import Text, comments_at, insertion, scan
 from rootrank.check.registry import RULES, Rule, Violation
 from rootrank.check.source import Locator
 from rootrank.model import Applicability, Edit, Fix, Severity
@@ -141,14 +141,14 @@ def test_ignore_on_this_line_never_lands_in_a_string(arg: str) -> None:
 
     source = MISSING.format(arg=arg)
     [finding] = check_source(source, "train.py")
-    edit = insertion(source, "python", finding.line, finding.rule)
+    edit = insertion(Text.of(source), "python", finding.line, finding.column, finding.rule)
     assert edit is not None
     fixed = _apply(source, edit)
     assert ast.dump(ast.parse(fixed)) == ast.dump(ast.parse(source))
     assert comments(fixed)[f"# noqa: {RULE}"] == 1
     assert check_source(fixed, "train.py") == []
     lines = Lines(source)
-    lsp = noqa_edit(lines, finding.line - 1, finding.rule)
+    lsp = noqa_edit(lines, finding.line - 1, finding.rule, "python", finding.column)
     assert lsp is not None
     start = Locator(source).offset(lsp.range.start.line + 1, lines.column(lsp.range.start) + 1)
     end = Locator(source).offset(lsp.range.end.line + 1, lines.column(lsp.range.end) + 1)
@@ -162,21 +162,29 @@ def _apply(source: str, edit: Edit) -> str:
 
 
 def test_generated_lines_take_the_noqa_as_a_comment() -> None:
-    """Every line of generated statements (strings with `#`, multi-line strings, continuations, comments
-    already there) gets a comment that tokenize reads as one, or no edit; the code never changes."""
-    pieces = ['"#"', "'# x'", '"""a\n#b\nc"""', "(1 +\n 2)", "1 + \\\n 2", "[\n  '#',\n]", 'f"{1:#x}"', "x  # old"]
+    """At every place a finding can start (each expression of generated statements: strings with `#`,
+    multi-line strings, continuations, brackets over lines, comments already there) the comment is read
+    as tokenize reads the whole file, and the inserted one is a comment: the code never changes."""
+    pieces = ['"#"', "'# x'", '"""a\n#b\nc"""', "(1 +\n 2)", "1 + \\\n 2", "[\n  '#',\n]", 'f"{1:#x}"', "x  # old",
+              'f(\n  """\n  # noqa\n  """, y)']
     for first, second in itertools.product(pieces, repeat=2):
         source = f"a = {first}\nb = {second}\n"
         if not _parses(source):
             continue
-        tree = ast.dump(ast.parse(source))
-        for line in range(1, source.count("\n") + 1):
-            edit = insertion(source, "python", line, "checkpoint.x")
+        tree = ast.parse(source)
+        whole = scan(source, "python")
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.expr):
+                continue
+            line, column = node.lineno, Locator(source).column(node.lineno, node.col_offset)
+            local = comments_at(Text.of(source), "python", line, column)
+            assert local.home(line) == whole.home(line), (source, line, column)
+            edit = insertion(Text.of(source), "python", line, column, "checkpoint.x")
             if edit is None:
                 continue
             fixed = _apply(source, edit)
-            assert ast.dump(ast.parse(fixed)) == tree, (source, line, fixed)
-            found = scan(fixed, "python").noqa(line)
+            assert ast.dump(ast.parse(fixed)) == ast.dump(tree), (source, line, fixed)
+            found = comments_at(Text.of(fixed), "python", line, column).noqa(line)
             assert found is not None and "checkpoint.x" in found[1].group(0), (source, line, fixed)
 
 
@@ -185,7 +193,7 @@ def test_yaml_and_shell_comments_come_from_their_own_lexers() -> None:
     assert [f.rule for f in check_source(text, "args.yaml")] == [RULE]
     silenced = text.rstrip("\n") + "  # noqa: " + RULE + "\n"
     assert check_source(silenced, "args.yaml") == []
-    edit = insertion(text, "yaml", 1, RULE)
+    edit = insertion(Text.of(text), "yaml", 1, 1, RULE)
     assert edit is not None and check_source(_apply(text, edit), "args.yaml") == []
     block = "note: |\n  # noqa\ngradient_checkpointing: true\noutput_dir: o\n"
     assert scan(block, "yaml").noqa(2) is None  # inside a block scalar

@@ -11,7 +11,7 @@ import logging
 import re
 
 from rootrank.check import rules as _rules  # noqa: F401  (registers every rule)
-from rootrank.check.noqa import language_of, scan, silenced
+from rootrank.check.noqa import Text, comments_at, language_of, silenced
 from rootrank.check.options import CheckOptions
 from rootrank.check.registry import RULES
 from rootrank.check.source import MENTIONS_CHECKPOINTING, Locator
@@ -88,6 +88,7 @@ def check_source(source: str, path: str, options: CheckOptions | None = None) ->
     return filter_findings(findings, locator, options, path)
 
 
+_MAY_SILENCE = re.compile("noqa", re.I)
 MAX_FIX_PASSES = 10  # as ruff: re-check after each pass, since overlapping fixes wait for the next one
 
 
@@ -159,9 +160,11 @@ def filter_findings(findings: list[Finding], locator: Locator, options: CheckOpt
     comments are written (check/noqa.language_of; Python when not given)."""
     findings = [f for f in findings if f.rule == SYNTAX_ERROR or options.enabled(f.rule)]
     language = language_of(path) if path else "python"
-    if options.noqa and findings and language is not None:
-        comments = scan(locator.source, language)
-        findings = [f for f in findings if not silenced(f.rule, f.line, comments)]
+    # No "noqa" anywhere (a search in C): nothing can be silenced, and no comment need be read.
+    if options.noqa and findings and language is not None and _MAY_SILENCE.search(locator.source):
+        text = Text(locator.line_text, len(locator.starts), lambda: locator.source)
+        findings = [f for f in findings
+                    if not silenced(f.rule, f.line, comments_at(text, language, f.line, f.column))]
     return sorted(findings, key=lambda f: (f.line, f.column, f.rule))
 
 

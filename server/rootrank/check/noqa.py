@@ -1,13 +1,16 @@
 """`# noqa` comments: where a checked file's comments are, found by that file's own tokenizer, never by
 searching its text for `#` (a `# noqa` inside a string is a string, not a comment).
 
-Python is read with `tokenize`, YAML with PyYAML's scanner (a `#` inside a scalar is not a comment),
-launch scripts with a small shell lexer (quotes, backslash continuations). `scan(text, language)` gives
-a file's `Comments`: each line's comment and the lines whose end no comment can follow (inside a
-multi-line string, or continued with a backslash). `silenced` says whether a finding's line carries a
-noqa for it; `insertion` places a new `# noqa: <id>` (or extends a line's noqa list) for "Ignore on this
-line" in the language server. In Python the comment for a line inside a multi-line string goes where the
-string ends (the same statement); in YAML and shell no edit is offered there.
+Python is read with `tokenize`, from the finding's own position (code, so no string or comment is open
+there) for as many lines as its statement's physical line takes: a noqa costs the same in a 10-line
+file and a 100k-line one. YAML is read with PyYAML's scanner (a `#` inside a scalar is not a comment),
+launch scripts with a small shell lexer (quotes, backslash continuations), each whole (`scan`).
+`comments_at` gives the `Comments` that matter for one finding: the comment of its line and the lines
+whose end no comment can follow (inside a multi-line string, or continued with a backslash).
+`silenced` says whether a finding's line carries a noqa for it; `insertion` places a new
+`# noqa: <id>` (or extends a line's noqa list) for "Ignore on this line" in the language server. In
+Python the comment for a line that ends inside a multi-line string goes where the string ends (the
+same statement); in YAML and shell no edit is offered there.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ import functools
 import io
 import re
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from rootrank.model import Edit
 
-__all__ = ["NOQA", "Comment", "Comments", "codes_of", "insertion", "language_of", "scan", "silenced"]
+__all__ = ["NOQA", "Comment", "Comments", "Text", "codes_of", "comments_at", "insertion", "language_of", "scan",
+           "silenced"]
 
 # Matched against one comment's text only. Each repeat is over its own set: linear.
 NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<codes>[\w.\-]+(?:[ \t]*,[ \t]*[\w.\-]+)*))?", re.I)
@@ -79,6 +83,31 @@ def codes_of(match: re.Match[str]) -> list[str]:
     return [code.strip(" \t") for code in codes.split(",")] if codes else []
 
 
+@dataclass(frozen=True, slots=True)
+class Text:
+    """What the comment readers need of a file: its lines (1-based, without breaks), their count, and the
+    whole text (YAML and shell are read whole; Python only around the line asked about)."""
+
+    line: Callable[[int], str]
+    count: int
+    whole: Callable[[], str]
+
+    @staticmethod
+    def of(text: str) -> Text:
+        lines = _lines(text)
+        return Text(lambda n: lines[n - 1] if 0 < n <= len(lines) else "", len(lines), lambda: text)
+
+
+def comments_at(text: Text, language: str, line: int, column: int) -> Comments:
+    """The comments that matter for a finding at (line, column): those of its line, or of the line its
+    statement's physical line ends on. Python is tokenized from the finding's own position for just as
+    many lines as that takes (the finding is code, so no string or comment is open there): the cost of a
+    noqa never grows with the file."""
+    if language == "python":
+        return _python_at(text, line, column)
+    return scan(text.whole(), language)
+
+
 def silenced(rule: str, line: int, comments: Comments) -> bool:
     """Whether the noqa comment of `line` silences `rule` (a bare `# noqa` silences every rule)."""
     from rootrank.check.options import matches
@@ -90,10 +119,10 @@ def silenced(rule: str, line: int, comments: Comments) -> bool:
     return not codes or any(matches(rule, code) for code in codes)
 
 
-def insertion(text: str, language: str, line: int, rule: str) -> Edit | None:
-    """The edit that silences `rule` on `line` (1-based; columns in characters), or None when one is
-    not needed or not possible."""
-    comments = scan(text, language)
+def insertion(text: Text, language: str, line: int, column: int, rule: str) -> Edit | None:
+    """The edit that silences `rule` for a finding at (line, column) (1-based; columns in characters),
+    or None when one is not needed or not possible."""
+    comments = comments_at(text, language, line, column)
     home = comments.home(line)
     if home is None:
         return None
@@ -105,14 +134,71 @@ def insertion(text: str, language: str, line: int, rule: str) -> Edit | None:
             return None
         at = comment.column + match.end("codes") + 1
         return Edit(home, at, home, at, f", {rule}")
-    source = _line(text, home)
-    comment_at = comments.by_line.get(home)
-    if comment_at is not None:  # after the line's own comment, as a second one
+    source = text.line(home)
+    if home in comments.by_line:  # after the line's own comment, as a second one
         end = len(source.rstrip())
         return Edit(home, end + 1, home, len(source) + 1, f"  # noqa: {rule}")
     code = source.rstrip()
     separator = "  " if code else ""
     return Edit(home, len(code) + 1, home, len(source) + 1, f"{separator}# noqa: {rule}")
+
+
+# Opened before the finding's text so that closing brackets of an enclosing call and the indentation of
+# the lines after it read as the inside of brackets, not as errors.
+_OPEN = "(" * 64
+_STRING_PARTS = ("STRING_START", "STRING_END")
+
+
+def _python_at(text: Text, line: int, column: int) -> Comments:
+    unknown = Comments(known=line - 1)
+    if not 0 < line <= text.count:
+        return unknown
+    start = max(column, 1) - 1
+    shift = len(_OPEN) - start  # tokenize's column on the first line minus the file's
+
+    def lines() -> Iterator[str]:
+        yield _OPEN + text.line(line)[start:] + "\n"
+        for number in range(line + 1, text.count + 1):
+            yield text.line(number) + "\n"
+
+    feed = lines()
+    home = line
+    comment: Comment | None = None
+    open_lines: set[int] = set()
+    depth = 0  # 3.12+: f-strings arrive as START ... END with their parts between
+    try:
+        for token in tokenize.generate_tokens(lambda: next(feed, "")):
+            first, last = token.start[0] + line - 1, token.end[0] + line - 1
+            while first > home and depth == 0 and comment is None and _continued(text.line(home)):
+                open_lines.add(home)
+                home += 1
+            if first > home and depth == 0:
+                break
+            name = tokenize.tok_name.get(token.type, "")
+            if token.type == tokenize.COMMENT and first == home:
+                where = token.start[1] - shift if token.start[0] == 1 else token.start[1]
+                comment = Comment(home, where, token.string)
+            elif (token.type == tokenize.STRING or name.endswith(_STRING_PARTS[1])) and last > home:
+                open_lines.update(range(home, last))
+                home = last
+            if name.endswith(_STRING_PARTS[0]):
+                depth += 1
+            elif name.endswith(_STRING_PARTS[1]):
+                depth -= 1
+    except (tokenize.TokenError, SyntaxError) as error:
+        # Our own brackets are never closed: "EOF in multi-line statement" at the end is expected. A
+        # string still open at the end of the file leaves the line's end unknown.
+        if depth or "string" in str(error.args[0] if error.args else "").lower():
+            return unknown
+    while comment is None and _continued(text.line(home)) and home <= text.count:  # continued at the end
+        open_lines.add(home)
+        home += 1
+    return Comments({home: comment} if comment is not None else {}, frozenset(open_lines), min(home, text.count))
+
+
+def _continued(source: str) -> bool:
+    """Whether a line (with no comment, and not ending inside a string) ends in a backslash continuation."""
+    return source.rstrip().endswith("\\")
 
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -124,12 +210,7 @@ def _lines(text: str) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
-def _line(text: str, line: int) -> str:
-    lines = _lines(text)
-    return lines[line - 1] if 0 < line <= len(lines) else ""
-
-
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=2)  # the file being checked (and the one before): each holds its text
 def scan(text: str, language: str) -> Comments:
     """The comments of `text` read as `language` (see language_of)."""
     if language == "yaml":

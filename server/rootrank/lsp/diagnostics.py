@@ -95,7 +95,7 @@ def _diagnostic(finding: Finding, lines: Lines, version: int | None, severity: s
            lines.line(len(lines) - 1) if last > len(lines) else None, len(lines) if last > len(lines) else 0)
     converted = _CONVERTED.get(key)
     if converted is None:
-        edit = noqa_edit(lines, finding.line - 1, finding.rule, noqa) if noqa else None
+        edit = noqa_edit(lines, finding.line - 1, finding.rule, noqa, finding.column) if noqa else None
         converted = finding_to_diagnostic(finding, lines, version=None, severity=severity,
                                           href=engine.docs_uri(finding.rule), noqa=edit)
         if sum(map(len, texts)) <= MAX_CONVERTED_LINE_CHARS:  # a minified line is not kept
