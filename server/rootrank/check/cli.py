@@ -147,7 +147,7 @@ def _cross_file(sources: dict[str, str], options: CheckOptions) -> list[Finding]
     except Exception:  # as for single files: a bug of ours is logged, not raised
         LOG.exception("rootrank: the cross-file check failed")
         return []
-    return [f for f in found if filter_findings([f], Locator(sources[f.path]), options)]
+    return [f for f in found if filter_findings([f], Locator(sources[f.path]), options, f.path)]
 
 
 def _config_options(paths: list[str]) -> Callable[[str, CheckOptions], CheckOptions]:
@@ -224,22 +224,28 @@ def read_source(path: str) -> str:
 
 
 def _fix_file(path: str, source: str, options: CheckOptions, unsafe: bool) -> tuple[str, int]:
+    from rootrank import atomic
+
     original = source
     source, count = fix_source(source, path, options, unsafe)
     if source != original:
-        # Never overwrite an edit saved while we were checking: fix only the text we read.
+        # Never overwrite an edit saved while we were checking: fix only the text we read, and only if
+        # the file is still that text right before the new one replaces it (rootrank.atomic).
         try:
-            current = read_source(path)
-        except InputError:
-            current = None
-        if current != original:
+            snap = atomic.snapshot(path)
+        except OSError as error:
+            raise InputError(f"{path}: cannot read it again to write the fixes: {error.strerror or error}") from None
+        bom = snap.data.startswith(BOM)
+        if snap.data[len(BOM) if bom else 0:] != original.encode("utf-8"):
             raise InputError(f"{path}: changed while being checked; not fixed (run again)")
         try:
-            with open(path, "w", encoding="utf-8", newline="") as handle:
-                handle.write(source)
-        except OSError as error:
-            raise InputError(f"{path}: cannot write the fixes: {error.strerror or error}") from None
+            atomic.replace(snap, (BOM if bom else b"") + source.encode("utf-8"), shown=path)
+        except atomic.WriteError as error:
+            raise InputError(error.strerror or str(error)) from None
     return source, count
+
+
+BOM = b"\xef\xbb\xbf"
 
 
 def _applicable(finding: Finding, unsafe: bool) -> bool:
