@@ -149,10 +149,8 @@ def interest_of(text: str, first_line: int, aliases: frozenset[str]) -> Interest
     return Interest(line + offset for line in lines)
 
 
-_TEST_MODULE = re.compile(r"test_.*\.py|.*_test\.py")
-
-
 def is_test_code(path: str) -> bool:
     """A pytest test module: `test_*.py` or `*_test.py` (pytest's default `python_files`). By the file's own
     name only: a folder called `tests` may hold the whole project when the path is absolute (the editor)."""
-    return bool(_TEST_MODULE.fullmatch(path.replace("\\", "/").rsplit("/", 1)[-1]))
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
