@@ -46,3 +46,19 @@ test('installable offline: engines floor matches @types/vscode, no marketplace d
   assert.equal(manifest.main, './client/out/extension.js');
   assert.ok(manifest.repository?.url, 'vsce needs a repository field to package without prompting');
 });
+
+test('a workspace cannot choose the server\'s program in Restricted Mode, nor silently when trusted', () => {
+  const props = manifest.contributes.configuration.properties as Record<string, { scope?: string }>;
+  assert.equal(props['rootrank.interpreter']?.scope, 'machine-overridable');
+  const trust = (manifest as unknown as { capabilities?: { untrustedWorkspaces?: {
+    supported: unknown; restrictedConfigurations?: string[]; description?: string; }; }; }).capabilities?.untrustedWorkspaces;
+  assert.equal(trust?.supported, 'limited');
+  assert.ok(trust.description);
+  for (const key of ['rootrank.interpreter', 'rootrank.importStrategy']) {
+    assert.ok(trust.restrictedConfigurations?.includes(key), `${key} is restricted`);
+    assert.ok(key in props, `${key} is contributed`);
+  }
+  const serverSource = readFileSync(join(root, 'client', 'src', 'server.ts'), 'utf8');
+  assert.match(serverSource, /consentedInterpreter\(/, 'the server start asks before a workspace interpreter runs');
+  assert.match(serverSource, /modal: true/);
+});
