@@ -100,6 +100,12 @@ export function fromWorkspaceSettings(effective: string[], inspected: InspectedS
   return workspace !== undefined && same(workspace) && !same(inspected.globalValue);
 }
 
+/** The user's own `rootrank.interpreter` (what runs when a workspace's choice is refused). */
+export function userSetting(inspected: InspectedSetting | undefined): string[] {
+  const value = inspected?.globalValue;
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string' && v.trim() !== '').map(v => v.trim()) : [];
+}
+
 /** Per-workspace memory of the user's answers (VS Code's `workspaceState`: the workspace cannot write it). */
 export interface ConsentStore {
   get(key: string): unknown;
@@ -122,7 +128,7 @@ function remembered(store: ConsentStore): Record<string, 'allow' | 'deny'> {
 /**
  * The interpreter to run: the setting's when it is the user's, or the workspace's once the user allowed that
  * exact command line (asked once per workspace and command line, with `ask`: a modal prompt); else the one
- * used without the setting (`fallback`). A dismissed prompt is not remembered: it is asked again next start.
+ * the user's own setting or, without one, the default gives (`fallback`). A dismissed prompt is not remembered: it is asked again next start.
  */
 export async function consentedInterpreter(setting: Interpreter, fromWorkspace: boolean, fallback: Interpreter,
   store: ConsentStore, ask: (interp: Interpreter) => PromiseLike<ConsentAnswer>): Promise<Interpreter> {

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import * as vscode from 'vscode';
 import { ExecuteCommandRequest, LanguageClient, RevealOutputChannelOn } from 'vscode-languageclient/node';
 import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
-import { consentedInterpreter, fromWorkspaceSettings, interpreterProblem, resolveInterpreter, serverLaunch, VERSION_PROBE } from './interpreter';
+import { consentedInterpreter, fromWorkspaceSettings, interpreterProblem, resolveInterpreter, serverLaunch, userSetting, VERSION_PROBE } from './interpreter';
 import type { ConsentAnswer, Interpreter } from './interpreter';
 import { activePythonExecutable } from './python';
 import { documentSelector, readClientSettings, serverPayload, toServerSettings } from './settings';
@@ -67,8 +67,9 @@ export class RootrankServer implements vscode.Disposable {
     const client = readClientSettings(cfg);
     this.workspacePython = await activePythonExecutable(vscode.workspace.workspaceFolders?.[0]?.uri);
     const configured = resolveInterpreter(client.interpreter, this.workspacePython);
-    const fallback = resolveInterpreter([], this.workspacePython);
-    const fromWorkspace = fromWorkspaceSettings(client.interpreter, cfg.inspect('interpreter'));
+    const inspected = cfg.inspect('interpreter');
+    const fallback = resolveInterpreter(userSetting(inspected), this.workspacePython);
+    const fromWorkspace = fromWorkspaceSettings(client.interpreter, inspected);
     const interp = await consentedInterpreter(configured, fromWorkspace, fallback, this.context.workspaceState,
       askToRunWorkspaceInterpreter);
     if (interp !== configured) {

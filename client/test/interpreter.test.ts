@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CONSENT_KEY, consentedInterpreter, fromWorkspaceSettings, interpreterProblem, isSupported, parseVersion, resolveInterpreter, serverLaunch } from '../src/interpreter';
+import { CONSENT_KEY, consentedInterpreter, fromWorkspaceSettings, userSetting, interpreterProblem, isSupported, parseVersion, resolveInterpreter, serverLaunch } from '../src/interpreter';
 import type { ConsentAnswer, Interpreter } from '../src/interpreter';
 
 test('setting first, then the Python extension, then python3 on PATH', () => {
@@ -51,6 +51,10 @@ test('an interpreter counts as the workspace\'s when its value comes from the wo
   assert.equal(fromWorkspaceSettings(['/usr/bin/python3'], { globalValue: ['/usr/bin/python3'], workspaceValue: evil }), false);
   assert.equal(fromWorkspaceSettings([], { workspaceValue: [] }), false, 'empty: no interpreter named');
   assert.equal(fromWorkspaceSettings(evil, undefined), false);
+  // refused, the user's own value runs (else the default)
+  assert.deepEqual(userSetting({ globalValue: ['/usr/bin/python3', ' -X', 7], workspaceValue: evil }), ['/usr/bin/python3', '-X']);
+  assert.deepEqual(userSetting({ workspaceValue: evil }), []);
+  assert.deepEqual(userSetting({ globalValue: 'python3' }), []);
 });
 
 class Memento {
