@@ -49,7 +49,12 @@ test('installable offline: engines floor matches @types/vscode, no marketplace d
 
 test('a workspace cannot choose the server\'s program in Restricted Mode, nor silently when trusted', () => {
   const props = manifest.contributes.configuration.properties as Record<string, { scope?: string }>;
-  assert.equal(props['rootrank.interpreter']?.scope, 'machine-overridable');
+  // Not a machine scope: a remote window (code-server, Remote-SSH) takes machine-scoped values from the remote's
+  // settings, not the user's (seen in the code-server e2e: the User value stopped applying), so users who set it
+  // would silently lose it. The
+  // workspace's value is what needs guarding, and is guarded: restricted in Restricted Mode, asked about when
+  // trusted (server.ts).
+  assert.equal(props['rootrank.interpreter']?.scope, 'resource');
   const trust = (manifest as unknown as { capabilities?: { untrustedWorkspaces?: {
     supported: unknown; restrictedConfigurations?: string[]; description?: string; }; }; }).capabilities?.untrustedWorkspaces;
   assert.equal(trust?.supported, 'limited');
