@@ -17,6 +17,7 @@ import type { FailedCommand } from './terminal';
 import { shortCommand, stripAnsi } from './text';
 import type { Diagnosis } from './types';
 import { WatchStatusBar } from './watch';
+import { TerminalWatches } from './watchTerminal';
 
 let server: RootrankServer | undefined;
 
@@ -183,6 +184,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   // rootrank watch in the integrated terminal: its status in the status bar.
   const watchBar = new WatchStatusBar(context, path.join(context.globalStorageUri.fsPath, 'watch'));
   context.subscriptions.push(watchBar, command('rootrank.openWatchReport', () => watchBar.openReport()));
+  // rootrank: Watch Terminal: a command already running in a terminal, handed to `rootrank watch -`.
+  const terminalWatches = new TerminalWatches(watcher, server, watchBar.dir);
+  context.subscriptions.push(terminalWatches, command('rootrank.watchTerminal', () => terminalWatches.watchActive()));
   const sub = await onDidChangePythonEnvironment(() => void server?.restart());
   if (sub) context.subscriptions.push(sub);
   await server.ready();

@@ -32,6 +32,7 @@ export class RootrankServer implements vscode.Disposable {
   private starting: Promise<LanguageClient | undefined> | undefined;
   private workspacePython: string | undefined;
   private interpreter: string | undefined;
+  private launch: { command: string; args: string[]; env: Record<string, string> } | undefined;
 
   constructor(private readonly context: vscode.ExtensionContext, readonly channel: vscode.LogOutputChannel) {}
 
@@ -62,6 +63,7 @@ export class RootrankServer implements vscode.Disposable {
     }
     this.interpreter = interp.command;
     const launch = serverLaunch(interp, client.importStrategy, this.context.asAbsolutePath('bundled'), process.env);
+    this.launch = launch;
     this.channel.info(`starting: ${launch.command} ${launch.args.join(' ')} (interpreter from ${interp.source}, ${client.importStrategy})`);
     const serverOptions: ServerOptions = {
       command: launch.command,
@@ -100,6 +102,15 @@ export class RootrankServer implements vscode.Disposable {
     }
     this.client = lc;
     return lc;
+  }
+
+  /**
+   * `python -m rootrank ARGS...` with the server's interpreter and import path (`rootrank watch -` for a
+   * terminal's command); undefined when the server could not start.
+   */
+  async rootrankCommand(args: string[]): Promise<{ command: string; args: string[]; env: Record<string, string> } | undefined> {
+    if (!await this.ready() || !this.launch) return undefined;
+    return { command: this.launch.command, args: [...this.launch.args.slice(0, -1), ...args], env: { ...this.launch.env } };
   }
 
   /** Pushes changed settings to the running server (no restart needed for these). */

@@ -300,6 +300,25 @@ await check('watch-status-bar', async () => {
   await runCommand('Terminal: Kill the Active Terminal Instance');
 });
 
+// 9d. rootrank: Watch Terminal: attach to a command already running in the terminal (shell integration);
+//     the failure it prints while it still runs gives the status bar item and a notification
+await check('watch-terminal', async () => {
+  await runCommand('Terminal: Create New Terminal');
+  await page.waitForTimeout(2500);  // the shell starts and shell integration reports in
+  await page.locator('.terminal-wrapper .xterm').last().click();
+  await page.keyboard.type('python3 fails_later.py');
+  await page.keyboard.press('Enter');
+  await page.waitForTimeout(1500);  // it runs: attach now, mid-run
+  await runCommand('rootrank: Watch Terminal');
+  const toast = page.locator('.notification-toast', { hasText: /rootrank: failed: rank 2/ });
+  await toast.waitFor({ timeout: 40000 });
+  await page.locator('.statusbar-item', { hasText: /rootrank: failed: rank 2/ }).first().waitFor({ timeout: 10000 });
+  await shot('8d-watch-terminal-failed');
+  await runCommand('Terminal: Focus Terminal');
+  await page.keyboard.press('Control+C');
+  await runCommand('Terminal: Kill the Active Terminal Instance');
+});
+
 // 10. Diagnose a log file from the explorer's context menu
 await check('explorer-diagnose-file', async () => {
   await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'crash.log' }).first().click({ button: 'right' });

@@ -10,6 +10,7 @@ go to a sink (the front end). The same for a job rootrank launched and for files
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import threading
@@ -229,7 +230,13 @@ class Watch:
         return final
 
     def write_report(self, name: str, text: str) -> Path:
-        return self._write(name, text)
+        path = self._write(name, text)
+        if self._status is not None and self._status.report != str(self._out_dir):
+            # The final status went out before the report existed: an editor's click must find it.
+            self._status = dataclasses.replace(self._status, report=str(self._out_dir))
+            with self._lock:
+                self.sink.status(self._status)
+        return path
 
     def _write(self, name: str, text: str) -> Path:
         if self._out_dir is None:
