@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import BinaryIO
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from rootrank.diagnose import diagnose_paths
 from rootrank.diagnose.live import LiveDiagnosis
@@ -25,7 +25,7 @@ from rootrank.model import Diagnosis
 from rootrank.watch import job as job_mod
 from rootrank.watch.follow import POLL, Follower
 from rootrank.watch.ranks import ranks_of_job, ranks_on_machine
-from rootrank.watch.session import Sink, Stream, Watch, WatchOptions
+from rootrank.watch.session import Budget, Feeder, Sink, Stream, Watch, WatchOptions
 
 __all__ = ["Outcome", "Sink", "WatchOptions", "follow_paths", "run_command", "watch_input"]
 
@@ -58,8 +58,11 @@ def run_command(command: Sequence[str], options: WatchOptions, sink: Sink, use_p
         stream = watch.stream("-", None, live)
         live = stream.live
         streams[name] = stream
+    watch.budget = Budget()
+    feeder = Feeder()
+    feeder.start()
     lock = threading.Lock()
-    pump = job_mod.Pump(started, {name: s.write for name, s in streams.items()}, lock)
+    pump = job_mod.Pump(started, {name: feeder.sink(s) for name, s in streams.items()}, lock)
     pump.start()
     if on_started is not None:
         on_started(started, lock, pump)
@@ -74,10 +77,11 @@ def run_command(command: Sequence[str], options: WatchOptions, sink: Sink, use_p
             except Exception:  # TimeoutExpired
                 watch.tick(alive=True)
         pump.join(job_mod.DRAIN_AFTER_EXIT + 5)
+    feeder.close(120)
     code = job_mod.exit_code(started.process.returncode)
     interrupted = bool(started.interrupted)
     final = watch.finish(list(streams.values()), code, "interrupted" if interrupted else "done")
-    error = pump.error or next((live.error for live in watch.lives if live.error is not None), None)
+    error = pump.error or feeder.error or next((live.error for live in watch.lives if live.error is not None), None)
     return Outcome(code, final, interrupted, watch, error)
 
 
