@@ -61,9 +61,10 @@ def run(options: dict[str, Any], folders: list[str], cancelled: Callable[[], boo
     """The command's result (runs in a worker thread)."""
     from rootrank.fleet import workspace
 
+    exclude = options.get("exclude")
     scan = workspace.scan_workspace(
         folders, include=options.get("include") or workspace.DEFAULT_INCLUDE,
-        exclude=options.get("exclude") if options.get("exclude") is not None else workspace.DEFAULT_EXCLUDE,
+        exclude=workspace.DEFAULT_EXCLUDE if exclude is None else exclude,
         max_files=int(options.get("maxFiles") or workspace.MAX_FILES),
         max_file_bytes=int(options.get("maxFileBytes") or workspace.MAX_FILE_BYTES),
         cancelled=cancelled, on_progress=on_progress)
