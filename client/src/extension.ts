@@ -16,6 +16,7 @@ import { TerminalWatcher, terminalSelection } from './terminal';
 import type { FailedCommand } from './terminal';
 import { shortCommand, stripAnsi } from './text';
 import type { Diagnosis } from './types';
+import { FailedLogsView } from './failedLogs';
 import { WatchStatusBar } from './watch';
 import { TerminalWatches } from './watchTerminal';
 
@@ -187,6 +188,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   // rootrank: Watch Terminal: a command already running in a terminal, handed to `rootrank watch -`.
   const terminalWatches = new TerminalWatches(watcher, server, watchBar.dir);
   context.subscriptions.push(terminalWatches, command('rootrank.watchTerminal', () => terminalWatches.watchActive()));
+  // The workspace's failed logs, in a tree view (the server finds and reads them).
+  const failedLogs = new FailedLogsView(server);
+  context.subscriptions.push(failedLogs, command('rootrank.scanWorkspace', async () => {
+    await failedLogs.reveal();
+    await failedLogs.scan();
+  }));
   const sub = await onDidChangePythonEnvironment(() => void server?.restart());
   if (sub) context.subscriptions.push(sub);
   await server.ready();

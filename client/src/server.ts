@@ -13,6 +13,7 @@ import type { Diagnosis } from './types';
 /** The server's command (client command ids must differ: vscode-languageclient registers this one). */
 export const SERVER_DIAGNOSE = 'rootrank.diagnose';
 export const SERVER_MEASURE = 'rootrank.measure';
+export const SERVER_SCAN_WORKSPACE = 'rootrank.scanLogs';
 
 function probe(interp: Interpreter): Promise<{ error?: string; output?: string }> {
   return new Promise(resolve => {
@@ -145,6 +146,13 @@ export class RootrankServer implements vscode.Disposable {
     const lc = await this.ready();
     if (!lc) return undefined;
     return lc.sendRequest(ExecuteCommandRequest.type, { command: SERVER_MEASURE, arguments: [options] }, token);
+  }
+
+  /** `rootrank.scanLogs`: the workspace's log files that hold a failure; cancelling `token` stops it. */
+  async scanWorkspace(options: Record<string, unknown>, token?: vscode.CancellationToken): Promise<unknown> {
+    const lc = await this.ready();
+    if (!lc) return undefined;
+    return lc.sendRequest(ExecuteCommandRequest.type, { command: SERVER_SCAN_WORKSPACE, arguments: [options] }, token);
   }
 
   dispose(): void {

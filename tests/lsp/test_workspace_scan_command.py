@@ -1,4 +1,4 @@
-"""`rootrank.scanWorkspace` through the real server: the workspace folder's log files that hold a failure,
+"""`rootrank.scanLogs` through the real server: the workspace folder's log files that hold a failure,
 with their root cause, a URI to open, the skipped files with the reason; bad arguments are an error and
 the server stays up."""
 
@@ -18,7 +18,7 @@ RANK1 = FIXTURES / "distributed.collective-mismatch--rank1-allreduce-shape-3rank
 
 async def _scan(client: LanguageClient, *arguments: object) -> dict:
     result = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams("rootrank.scanWorkspace", list(arguments)))
+        types.ExecuteCommandParams("rootrank.scanLogs", list(arguments)))
     assert isinstance(result, dict)
     return result
 

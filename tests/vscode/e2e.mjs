@@ -319,6 +319,18 @@ await check('watch-terminal', async () => {
   await runCommand('Terminal: Kill the Active Terminal Instance');
 });
 
+// 9e. the workspace's failed logs in a tree view (the server scans them); a click opens the report
+await check('failed-logs-view', async () => {
+  await runCommand('rootrank: Scan Workspace for Failed Logs');
+  const row = page.locator('.pane-body .monaco-list-row', { hasText: 'slurm-4000123.out' });
+  await row.first().waitFor({ timeout: 60000 });
+  const text = await row.first().innerText();
+  if (!/Slurm|node/i.test(text)) throw new Error(`no root cause beside the file: ${text}`);
+  await shot('8e-failed-logs-view');
+  await row.first().click();
+  await report().locator('.origin', { hasText: /slurm-4000123\.out/ }).waitFor({ timeout: 20000 });
+});
+
 // 10. Diagnose a log file from the explorer's context menu
 await check('explorer-diagnose-file', async () => {
   await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'crash.log' }).first().click({ button: 'right' });

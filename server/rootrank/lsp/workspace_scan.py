@@ -1,4 +1,4 @@
-"""`workspace/executeCommand` `rootrank.scanWorkspace`: the workspace's log files that hold a failure.
+"""`workspace/executeCommand` `rootrank.scanLogs`: the workspace's log files that hold a failure.
 
 Argument: `[{"include": [...globs], "exclude": [...globs], "maxFiles": N, "maxFileBytes": N}]`, each
 optional (fleet/workspace.py has the defaults and the bounds). Every workspace folder is walked; the
@@ -27,7 +27,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from rootrank.lsp.core import RootrankServer  # at run time: pygls reads the handler's annotations
 
-SCAN = "rootrank.scanWorkspace"
+SCAN = "rootrank.scanLogs"
 
 
 def parse_arguments(args: tuple[Any, ...]) -> dict[str, Any]:
