@@ -322,10 +322,12 @@ await check('watch-terminal', async () => {
 // 9e. the workspace's failed logs in a tree view (the server scans them); a click opens the report
 await check('failed-logs-view', async () => {
   await runCommand('rootrank: Scan Workspace for Failed Logs');
-  const row = page.locator('.pane-body .monaco-list-row', { hasText: 'slurm-4000123.out' });
+  // the row of this view (the explorer's own file list has the file too)
+  const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Failed Logs' }) });
+  const row = pane.locator('.monaco-list-row', { hasText: 'slurm-4000123.out' });
   await row.first().waitFor({ timeout: 60000 });
   const text = await row.first().innerText();
-  if (!/Slurm|node/i.test(text)) throw new Error(`no root cause beside the file: ${text}`);
+  if (!text.includes('A node of the Slurm allocation failed')) throw new Error(`no root cause beside the file: ${text}`);
   await shot('8e-failed-logs-view');
   await row.first().click();
   await report().locator('.origin', { hasText: /slurm-4000123\.out/ }).waitFor({ timeout: 20000 });
