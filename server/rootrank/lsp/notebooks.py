@@ -105,7 +105,7 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
             continue
         lines = Lines(text or "", encoding)
         found = by_cell.get(number, [])
-        diagnostics = [_diagnostic(f, lines, version, ls.settings.severity_for(f.rule), True) for f in found]
+        diagnostics = [_diagnostic(f, lines, version, ls.settings.severity_for(f.rule), "python") for f in found]
         cell_state = ls.track(document)
         cell_state.findings, cell_state.diagnostics, cell_state.published_version = found, diagnostics, version
         ls.publish(uri, version, diagnostics)
