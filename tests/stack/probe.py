@@ -38,6 +38,16 @@ def enable(model: torch.nn.Module, **kwargs: object) -> list[str]:
     return [f"{w.category.__name__}: {w.message}" for w in caught]
 
 
+def raised(run: object) -> str | None:
+    """The message of the TypeError/ValueError `run()` raised; None when it ran."""
+    assert callable(run)
+    try:
+        run()
+    except (TypeError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
 def main() -> None:
     out: dict[str, object] = {"transformers": transformers.__version__, "torch": torch.__version__}
 
@@ -93,6 +103,9 @@ def main() -> None:
         out["torch_reentrant_kwargs"] = None
     except ValueError as exc:
         out["torch_reentrant_kwargs"] = str(exc)
+    out["torch_respect_saved_tensors_hooks"] = raised(
+        lambda: checkpoint(torch.sin, x, use_reentrant=True, respect_saved_tensors_hooks=True))
+    out["torch_curried"] = raised(lambda: checkpoint(use_reentrant=False)(torch.sin)(x))
     try:
         from peft import prepare_model_for_kbit_training
     except ImportError:

@@ -137,6 +137,34 @@ def test_torch_reentrant_kwargs(column: str) -> None:
 
 
 @pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_torch_respect_saved_tensors_hooks(column: str) -> None:
+    seen, versions = observe(column)
+    own = value("torch.respect-saved-tensors-hooks", versions)
+    # Not checkpoint's own keyword: the reentrant checkpoint rejects it as the function's keyword.
+    expected = "ValueError: Unexpected keyword arguments: respect_saved_tensors_hooks" if own is None \
+        else f"ValueError: {own}"
+    assert seen["torch_respect_saved_tensors_hooks"] == expected
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_torch_curried_checkpoint(column: str) -> None:
+    seen, versions = observe(column)
+    curried = value("torch.curried-checkpoint", versions)
+    assert seen["torch_curried"] == (None if curried is True else f"TypeError: {curried}")
+
+
+def test_torch_214_facts_are_the_recorded_source_text() -> None:
+    """torch 2.14 is not installed in the test environment: its rows state what its
+    torch/utils/checkpoint.py says (read in the 2.14.1 wheel); the check reads them, so they are pinned here."""
+    on_214 = {"torch": "2.14.1"}
+    assert value("torch.curried-checkpoint", on_214) is True
+    assert value("torch.respect-saved-tensors-hooks", on_214) == (
+        "Passing `context_fn`, `debug`, or `respect_saved_tensors_hooks` is only supported when use_reentrant=False.")
+    assert value("torch.missing-use-reentrant", on_214) == value("torch.missing-use-reentrant", {"torch": "2.13.0"})
+    assert not facts.answer("torch.missing-use-reentrant", {"torch": "2.15.0"}).known, "2.15 was not read"
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
 def test_peft_kbit_empty_kwargs(column: str) -> None:
     require_module("peft")
     seen, versions = observe(column)
