@@ -211,3 +211,48 @@ def test_lora_trainer_run_and_check_agree(column: str, tmp_path: Path) -> None:
     rerun = _run(python, script, tmp_path)
     assert rerun.returncode == 0 and rerun.stdout.rstrip().endswith("done"), rerun.stderr[-3000:]
     assert not [f for f in json.loads(_check(python, str(script)).stdout)["findings"] if f["severity"] == "error"]
+
+
+NEW_NAMES = sorted((REPO / "tests" / "fixtures" / "logs").glob("checkpoint.api-too-new--*-transformers4576/train.py"))
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+@pytest.mark.parametrize("script", NEW_NAMES, ids=lambda p: p.parent.name)
+def test_new_names_run_and_check_agree(column: str, script: Path, tmp_path: Path) -> None:
+    """Code written with the `activation_checkpointing*` names really fails where the facts say the names are
+    missing (with the message the entry matches), and `rootrank check --python` reports it there only."""
+    require_module("peft")
+    _, versions = observe(column)
+    python = interpreter(column)
+    copy = tmp_path / "train.py"
+    shutil.copy(script, copy)
+    run = _run(python, copy, tmp_path)
+    findings = json.loads(_check(python, str(copy)).stdout)["findings"]
+    too_new = [f for f in findings if f["rule"] == "checkpoint.api-too-new"]
+    if value("transformers.activation-checkpointing-names", versions):
+        assert run.returncode == 0 and run.stdout.rstrip().endswith("done"), run.stderr[-3000:]
+        assert not too_new, too_new
+        return
+    assert run.returncode != 0
+    root = diagnose_text(run.stdout + run.stderr).root_cause
+    assert root is not None and root.rule == "checkpoint.api-too-new", run.stderr[-3000:]
+    assert too_new and all(f["severity"] == "error" for f in too_new)
+    assert {tuple(f["assumes"]) for f in too_new} == {(f"transformers {versions['transformers']}",)}
+
+
+CURRIED = REPO / "tests" / "fixtures" / "logs" / "checkpoint.api-too-new--curried-checkpoint-torch213" / "train.py"
+
+
+def test_curried_checkpoint_run_and_check_agree(tmp_path: Path) -> None:
+    """The curried form really fails where the facts say torch lacks it, and only there is it reported."""
+    _, versions = observe("newest")
+    python = interpreter("newest")
+    copy = tmp_path / "train.py"
+    shutil.copy(CURRIED, copy)
+    run = _run(python, copy, tmp_path)
+    too_new = [f for f in json.loads(_check(python, str(copy)).stdout)["findings"] if f["rule"] == "checkpoint.api-too-new"]
+    if value("torch.curried-checkpoint", versions) is True:
+        assert run.returncode == 0 and not too_new, (run.stderr[-3000:], too_new)
+        return
+    assert run.returncode != 0 and f"TypeError: {value('torch.curried-checkpoint', versions)}" in run.stderr
+    assert [f["assumes"] for f in too_new] == [[f"torch {versions['torch']}"]]
