@@ -48,6 +48,28 @@ def raised(run: object) -> str | None:
     return None
 
 
+def old_kwargs_field() -> dict[str, object]:
+    """What the Trainer would read after the old kwargs field is changed once the arguments exist, the way
+    TRL's SFTTrainer forces `use_reentrant=True` for PEFT + ZeRO-3 (trl/trainer/sft_trainer.py:887-895,
+    1.16.0): a fresh dict when none was given, else a change inside the given one."""
+    import tempfile
+
+    read = "activation_checkpointing_kwargs" if "activation_checkpointing_kwargs" in \
+        TrainingArguments.__dataclass_fields__ else "gradient_checkpointing_kwargs"
+    seen: dict[str, object] = {}
+    for case, given in (("unset", None), ("set", {"use_reentrant": False})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            args = TrainingArguments(output_dir=tempfile.mkdtemp(), gradient_checkpointing=True,
+                                     gradient_checkpointing_kwargs=given, use_cpu=True, report_to=[])
+        if args.gradient_checkpointing_kwargs:
+            args.gradient_checkpointing_kwargs["use_reentrant"] = True
+        else:
+            args.gradient_checkpointing_kwargs = {"use_reentrant": True}
+        seen[case] = getattr(args, read)
+    return seen
+
+
 def main() -> None:
     out: dict[str, object] = {"transformers": transformers.__version__, "torch": torch.__version__}
 
@@ -90,6 +112,8 @@ def main() -> None:
         out["unsupported_message"] = None
     except ValueError as exc:
         out["unsupported_message"] = str(exc)
+
+    out["old_kwargs_field"] = old_kwargs_field()
 
     from torch.utils.checkpoint import checkpoint
 

@@ -153,6 +153,16 @@ def test_torch_curried_checkpoint(column: str) -> None:
     assert seen["torch_curried"] == (None if curried is True else f"TypeError: {curried}")
 
 
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_old_kwargs_field(column: str) -> None:
+    """Where the old field is only a mirror, a dict assigned to it later (TRL's PEFT + ZeRO-3 forcing when the
+    user gave no kwargs) never reaches the field the Trainer reads; a change inside given kwargs does."""
+    seen, versions = observe(column)
+    forced = {"use_reentrant": True}
+    lost = value("transformers.old-kwargs-field", versions) == "mirror"
+    assert seen["old_kwargs_field"] == {"unset": None if lost else forced, "set": forced}
+
+
 def test_torch_214_facts_are_the_recorded_source_text() -> None:
     """torch 2.14 is not installed in the test environment: its rows state what its
     torch/utils/checkpoint.py says (read in the 2.14.1 wheel); the check reads them, so they are pinned here."""
