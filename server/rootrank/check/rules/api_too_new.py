@@ -38,7 +38,7 @@ CURRIED = "torch.curried-checkpoint"
 HOOKS, HOOKS_TOPIC = "respect_saved_tensors_hooks", "torch.respect-saved-tensors-hooks"
 
 
-@rule(RULE, Severity.ERROR)
+@rule(RULE, Severity.ERROR, moots_fixes=True)
 def api_too_new(semantic: Semantic) -> Iterator[Violation]:
     yield from _hf_names(semantic)
     yield from _enable_keywords(semantic)
@@ -79,7 +79,7 @@ def _enable_keywords(semantic: Semantic) -> Iterator[Violation]:
                 continue
             answer = semantic.fact(topic)
             if answer.is_(False):
-                yield Violation(keyword, f"`{site.api}({keyword.arg}=...)` on {answer.assumed}: it raises "
+                yield Violation(site.call.func, f"`{site.api}({keyword.arg}=...)` on {answer.assumed}: it raises "
                                 f"`TypeError: ...{site.api}() got an unexpected keyword argument '{keyword.arg}'` "
                                 f"(new in {facts.topic(topic).since(True)})", assumes=(answer.assumed,))
 
@@ -94,7 +94,7 @@ def _torch_hooks_keyword(semantic: Semantic) -> Iterator[Violation]:
             continue
         for keyword in site.call.keywords:
             if keyword.arg == HOOKS:
-                yield Violation(keyword, f"`{HOOKS}` is not a keyword of `checkpoint()` on {hooks.assumed}: the "
+                yield Violation(site.call.func, f"`{HOOKS}` is not a keyword of `checkpoint()` on {hooks.assumed}: the "
                                 "non-reentrant checkpoint passes it on to the checkpointed function, which raises "
                                 f"`TypeError: ...forward() got an unexpected keyword argument '{HOOKS}'` (new in "
                                 f"{_since_own(facts.topic(HOOKS_TOPIC))}); drop it or upgrade",

@@ -14,7 +14,8 @@ rejects it with its own `ValueError` (only supported when `use_reentrant=False`)
 
 ## Fix safety
 `use_reentrant=False` is unsafe (recomputation semantics change); the non-reentrant variant forwards
-keyword arguments.
+keyword arguments. Not offered for `respect_saved_tensors_hooks` on a torch without it: the
+non-reentrant variant would pass it to the function, which fails as well.
 """
 
 from __future__ import annotations
@@ -54,8 +55,9 @@ def reentrant_kwargs(semantic: Semantic) -> Iterator[Violation]:
         if HOOKS not in given:
             yield Violation(site.call.func, message, fixes)
         elif hooks.known:
-            yield Violation(site.call.func, message, fixes, (hooks.assumed,))
+            # Non-reentrant would hand `respect_saved_tensors_hooks` to the function, which fails too.
+            yield Violation(site.call.func, message, (), (hooks.assumed,))
         else:
             where = facts.topic(HOOKS_TOPIC).versions_where(None)
             yield Violation(site.call.func, f"{message} (`{HOOKS}` is the function's keyword on {where}; "
-                            f"{hooks.assumed})", fixes, (hooks.assumed,), Severity.WARNING)
+                            f"{hooks.assumed})", (), (hooks.assumed,), Severity.WARNING)
