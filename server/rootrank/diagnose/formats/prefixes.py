@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rootrank.diagnose.formats.timestamps import parse_time
 
@@ -138,7 +139,7 @@ class Dialect:
     SAMPLE = 400
     MIN_SHARE = 0.3
     # Tracebacks indent a third of their lines by themselves: only a block indented as a whole is a paste.
-    MIN_SHARES = {"markdown-indent": 0.95}
+    MIN_SHARES: ClassVar[dict[str, float]] = {"markdown-indent": 0.95}
 
     def __init__(self) -> None:
         self.seen = 0
