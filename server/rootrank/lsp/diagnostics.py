@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from rootrank.check.noqa import language_of
 from rootrank.lsp import engine
 from rootrank.lsp.convert import Lines, encoding_name, finding_to_diagnostic
 from rootrank.lsp.noqa import noqa_edit
@@ -69,7 +70,8 @@ def compute(
                 if f.rule not in SKIPPED_RULES]
     lines = Lines(text, encoding)
     comment = comment_char(path)
-    diagnostics = [_diagnostic(finding, lines, version, settings.severity_for(finding.rule), comment is not None)
+    language = language_of(path) if comment is not None else None
+    diagnostics = [make_diagnostic(finding, lines, version, settings.severity_for(finding.rule), language)
                    for finding in findings]
     return findings, diagnostics
 
@@ -82,8 +84,9 @@ MAX_CONVERTED = 4096
 MAX_CONVERTED_LINE_CHARS = 4096
 
 
-def _diagnostic(finding: Finding, lines: Lines, version: int | None, severity: str | None,
-                noqa: bool) -> types.Diagnostic:
+def make_diagnostic(finding: Finding, lines: Lines, version: int | None, severity: str | None,
+                    noqa: str | None) -> types.Diagnostic:
+    """A finding as a diagnostic of `version`, reusing the conversion while its lines are unchanged."""
     touched = {finding.line, finding.end_line,
                *(n for fix in finding.fixes for edit in fix.edits for n in (edit.line, edit.end_line))}
     last = max(touched)
@@ -93,7 +96,7 @@ def _diagnostic(finding: Finding, lines: Lines, version: int | None, severity: s
            lines.line(len(lines) - 1) if last > len(lines) else None, len(lines) if last > len(lines) else 0)
     converted = _CONVERTED.get(key)
     if converted is None:
-        edit = noqa_edit(lines, finding.line - 1, finding.rule) if noqa else None
+        edit = noqa_edit(lines, finding.line - 1, finding.rule, noqa, finding.column) if noqa else None
         converted = finding_to_diagnostic(finding, lines, version=None, severity=severity,
                                           href=engine.docs_uri(finding.rule), noqa=edit)
         if sum(map(len, texts)) <= MAX_CONVERTED_LINE_CHARS:  # a minified line is not kept
@@ -106,7 +109,8 @@ def _diagnostic(finding: Finding, lines: Lines, version: int | None, severity: s
                             source=converted.source, data={**data, "version": version})
 
 
-def _report_crashes(ls: RootrankServer, crashes: list[tuple[str, BaseException]]) -> None:
+def report_crashes(ls: RootrankServer, crashes: list[tuple[str, BaseException]]) -> None:
+    """Rules that raised, into the client's log once each (the other rules' findings are still published)."""
     for rule, exc in crashes:
         what = "the checks" if rule == "*" else f"rule {rule}"
         detail = "".join(traceback.format_exception(exc)).rstrip()
@@ -126,7 +130,7 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
     encoding = encoding_name(ls.workspace.position_encoding)
     findings, diagnostics = await asyncio.get_running_loop().run_in_executor(
         ls.executor, compute, text, path, version, ls.settings, encoding, crashes, ls.workspace_roots())
-    _report_crashes(ls, crashes)
+    report_crashes(ls, crashes)
     if not ls.is_current(state, generation, version):
         return  # the text changed meanwhile: a newer run is scheduled
     state.findings, state.diagnostics, state.published_version = findings, diagnostics, version
