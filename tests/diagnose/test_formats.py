@@ -135,3 +135,33 @@ def test_markdown_quoted_paste() -> None:
     assert "markdown-quote" in chosen
     assert peel(lines[0], chosen).rank == 1
     assert peel("> not a quote", frozenset()).text == "> not a quote"
+
+
+def test_indented_code_block_paste_only_when_every_line_is_indented() -> None:
+    pasted = ["    [rank1]: Traceback (most recent call last):", "    [rank1]:   File \"train.py\", line 3, in <module>",
+              "    [rank1]: ValueError: bad sample", "    E1202 06:42:45.393000 28185 torch/x.py:1002] failed"]
+    dialect = Dialect()
+    for line in pasted * 2:
+        dialect.observe(line)
+    chosen = dialect.decide()
+    assert "markdown-indent" in chosen
+    assert peel(pasted[2], chosen).rank == 1
+    # A traceback indents many of its lines by itself: that is not a pasted code block.
+    traceback = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+                 "    main()", '  File "train.py", line 2, in main', "    raise ValueError('x')", "ValueError: x"]
+    plain = Dialect()
+    for line in traceback * 3:
+        plain.observe(line)
+    assert "markdown-indent" not in plain.decide()
+
+
+def test_container_name_prefix_only_when_the_source_uses_it() -> None:
+    lines = [f"trainer-1  | [rank{r}]: step 1" for r in range(2)] * 3
+    dialect = Dialect()
+    for line in lines:
+        dialect.observe(line)
+    chosen = dialect.decide()
+    assert "container-name" in chosen
+    peeled = peel("trainer-1  | [rank3]: ValueError: x", chosen)
+    assert (peeled.host, peeled.rank, peeled.text) == ("trainer-1", 3, "ValueError: x")
+    assert peel("trainer-1 | x").host is None
