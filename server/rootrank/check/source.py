@@ -130,7 +130,9 @@ def _scan(text: str, pattern: re.Pattern[str]) -> tuple[tuple[int, ...], frozens
     return tuple(lines), frozenset(bound)
 
 
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+# `[^()]*`, not `[^)]*`: an unclosed `from x import (` would scan to the end of the file for a `)` that never
+# comes, once per such line (quadratic); it now stops at the next `(`, which begins the next import.
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^()]*\)|[^\n]*)", re.M)
 
 
 def aliases_of(texts: Iterable[str]) -> frozenset[str]:

@@ -69,13 +69,23 @@ def walk(tree: ast.Module, interest: Interest) -> Facts:
     return facts
 
 
+# Blank lines a chunk may be given in front of it, per line of its own and in any case (see _chunk_facts).
+_PREFIX_LINES_PER_LINE = 8
+_PREFIX_LINES_FREE = 200
+
+
 @functools.lru_cache(maxsize=2048)
 def _chunk_facts(text: str, first_line: int, aliases: frozenset[str]) -> Facts | None:
     """The facts of one top-level chunk; cached, so a keystroke only re-parses the chunk it changed."""
     try:
         # Blank lines in front give the right line numbers straight from the parser: the tokenizer skips
-        # them far faster than `ast.increment_lineno` can renumber a tree.
-        tree = ast.parse("\n" * (first_line - 1) + text)
+        # them far faster than `ast.increment_lineno` can renumber a tree. But their cost grows with the
+        # chunk's place in the file (quadratic over a file of many small definitions), so past a budget
+        # proportional to the chunk's own size the tree is renumbered instead: linear either way.
+        if first_line - 1 <= _PREFIX_LINES_PER_LINE * text.count("\n") + _PREFIX_LINES_FREE:
+            tree = ast.parse("\n" * (first_line - 1) + text)
+        else:
+            tree = ast.increment_lineno(ast.parse(text), first_line - 1)
     except (SyntaxError, RecursionError, ValueError, MemoryError):
         return None
     return walk(tree, interest_of(text, first_line, aliases))
