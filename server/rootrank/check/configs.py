@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from rootrank.check import hf
+from rootrank.check.bounds import Cancelled, alias_expansion, over_parse_cap, skipped, stop_if
 from rootrank.check.source import Locator
 from rootrank.model import Applicability, Edit, Finding, Fix, Severity
 from rootrank.stack import facts
@@ -54,10 +55,14 @@ class Key:
         return Edit(self.value_line, self.value_column, self.end_line, self.end_column, text)
 
 
+class RefusedError(ValueError):
+    """A config that is not parsed further: its aliases expand beyond the budget (check/bounds.py)."""
+
+
 class _Config:
     """A parsed config: the data and a way to find where a key of a mapping is written."""
 
-    def __init__(self, path: str, source: str, locator: Locator) -> None:
+    def __init__(self, path: str, source: str, locator: Locator, cancelled: Cancelled | None = None) -> None:
         self.path = path
         self.source = source
         self.locator = locator
@@ -69,12 +74,20 @@ class _Config:
             self.data = json.loads(source)
         else:
             node = yaml.compose(source, Loader=_Loader)
+            # Aliases are shared in the node graph but copied out by merge keys while constructing, and
+            # walked once per use by anything that follows the data: measure first, in linear time.
+            refused = alias_expansion(node, cancelled=cancelled) if node is not None else None
+            if refused is not None:
+                raise RefusedError(refused)
+            stop_if(cancelled)
             self.data = yaml.load(source, Loader=_Loader) if node is not None else None
             if node is not None:
-                self._index(node, self.data)
+                self._index(node, self.data, set())
 
-    def _index(self, node: yaml.Node, data: Any) -> None:
-        if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
+    def _index(self, node: yaml.Node, data: Any, seen: set[int]) -> None:
+        # `seen`: a mapping reached again through an alias keeps the positions of its first spelling.
+        if isinstance(node, yaml.MappingNode) and isinstance(data, dict) and id(node) not in seen:
+            seen.add(id(node))
             for key_node, value_node in node.value:
                 key = key_node.value
                 if key in data:
@@ -82,7 +95,7 @@ class _Config:
                         key_node.start_mark.line + 1, key_node.start_mark.column + 1,
                         value_node.end_mark.line + 1, value_node.end_mark.column + 1, data[key],
                         not node.flow_style, value_node.start_mark.line + 1, value_node.start_mark.column + 1)
-                    self._index(value_node, data[key])
+                    self._index(value_node, data[key], seen)
 
     def key(self, mapping: dict[str, Any], name: str) -> Key:
         found = self.keys.get((id(mapping), name))
@@ -119,34 +132,38 @@ class _Config:
 
 
 def check_config(source: str, path: str, locator: Locator,
-                 versions: Mapping[str, str] | None = None) -> list[Finding]:
+                 versions: Mapping[str, str] | None = None, cancelled: Cancelled | None = None) -> list[Finding]:
     if path.lower().endswith(".sh"):
         return list(_megatron(source, path, locator))
     try:
-        config = _Config(path, source, locator)
+        config = _Config(path, source, locator, cancelled)
         config.versions = dict(versions or {})
+    except RefusedError as refused:
+        return [skipped(path, str(refused))]
     except (ValueError, yaml.YAMLError, RecursionError) as error:
         line = getattr(getattr(error, "problem_mark", None), "line", None)
         line = (line + 1) if isinstance(line, int) else getattr(error, "lineno", 1)
         return [Finding(SYNTAX_ERROR, Severity.ERROR, path, line, 1, line, 1,
                         f"cannot parse: {str(error).splitlines()[0] if str(error) else type(error).__name__}")]
     findings: list[Finding] = []
-    for mapping in _mappings(config.data):
+    for mapping in _mappings(config.data, set()):
+        stop_if(cancelled)
         findings.extend(_trainer_arguments(config, mapping))
         findings.extend(_accelerate(config, mapping))
         findings.extend(_deepspeed(config, mapping))
     return findings
 
 
-def _mappings(data: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
-    """Every mapping of the document: Trainer arguments are often nested (`training_args:`, `trainer:`)."""
-    if isinstance(data, dict) and depth < 20:
+def _mappings(data: Any, seen: set[int], depth: int = 0) -> Iterator[dict[str, Any]]:
+    """Every mapping of the document once: Trainer arguments are often nested (`training_args:`,
+    `trainer:`), and a mapping or list shared through YAML aliases is one object, visited once."""
+    if not isinstance(data, (dict, list)) or depth >= 20 or id(data) in seen:
+        return
+    seen.add(id(data))
+    if isinstance(data, dict):
         yield data
-        for value in data.values():
-            yield from _mappings(value, depth + 1)
-    elif isinstance(data, list) and depth < 20:
-        for value in data:
-            yield from _mappings(value, depth + 1)
+    for value in data.values() if isinstance(data, dict) else data:
+        yield from _mappings(value, seen, depth + 1)
 
 
 # TrainingArguments fields that say a mapping is the Trainer's arguments.
@@ -349,7 +366,8 @@ def cross_file(sources: dict[str, str]) -> list[Finding]:
         return []
     findings = []
     for path, text in sources.items():
-        if not path.lower().endswith((".yaml", ".yml")) or "fsdp_activation_checkpointing" not in text:
+        if not path.lower().endswith((".yaml", ".yml")) or "fsdp_activation_checkpointing" not in text \
+                or over_parse_cap(text, "YAML"):
             continue
         # A repository holds many scripts and configs: only a script beside the config (same folder, or
         # the folder above or below it) is taken to run with it.

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rootrank.check.bounds import Cancelled, stop_if
 from rootrank.check.fixes import judge_fixes
 from rootrank.check.names import ImportTable
 from rootrank.check.registry import RULES, Violation
@@ -42,7 +43,8 @@ class Facts:
     assigns: list[AssignSite] = field(default_factory=list)
 
 
-def collect(source: str, path: str, locator: Locator, versions: Mapping[str, str] | None = None) -> Semantic:
+def collect(source: str, path: str, locator: Locator, versions: Mapping[str, str] | None = None,
+            cancelled: Cancelled | None = None) -> Semantic:
     """Parse and walk `source`, top-level chunk by chunk (cached), else as a whole.
 
     Raises SyntaxError (or RecursionError/ValueError/MemoryError from the parser) when the file does
@@ -51,7 +53,11 @@ def collect(source: str, path: str, locator: Locator, versions: Mapping[str, str
     semantic = Semantic(path=path, source=source, locator=locator, versions=dict(versions or {}))
     chunks = split_chunks(source)
     aliases = aliases_of(text for _, text in chunks)
-    parts = [_chunk_facts(text, first, aliases) for first, text in chunks]
+    parts = []
+    for number, (first, text) in enumerate(chunks):
+        if not number % 64:
+            stop_if(cancelled)
+        parts.append(_chunk_facts(text, first, aliases))
     if any(part is None for part in parts):
         # A chunk that does not parse alone: either the file is broken (the whole parse says where),
         # or the split cut through a string or brackets, and the whole parse is the truth.

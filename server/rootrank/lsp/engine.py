@@ -25,12 +25,14 @@ LOG = logging.getLogger("rootrank.lsp")
 
 
 def check_source(source: str, path: str, select: Iterable[str] = (), ignore: Iterable[str] = (),
-                 versions: tuple[tuple[str, str], ...] = ()) -> list[Finding]:
+                 versions: tuple[tuple[str, str], ...] = (), cancelled: Callable[[], bool] | None = None,
+                 ) -> list[Finding]:
+    """The findings, or CheckCancelledError (rootrank.check) once `cancelled()` is true."""
     from rootrank.check import CheckOptions
     from rootrank.check import check_source as run
 
     select, ignore = tuple(select), tuple(ignore)
-    return list(run(source, path, CheckOptions(select=select, ignore=ignore, versions=versions)))
+    return list(run(source, path, CheckOptions(select=select, ignore=ignore, versions=versions), cancelled))
 
 
 def versions_for(python: str, path: str | None, roots: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -68,15 +70,21 @@ def check_isolated(
     ignore: Iterable[str],
     on_crash: Callable[[str, BaseException], None],
     versions: tuple[tuple[str, str], ...] = (),
+    cancelled: Callable[[], bool] | None = None,
 ) -> list[Finding]:
     """Run the checks; when the run raises, run each entry's check alone and skip the ones that raise.
 
-    `on_crash(rule_or_star, error)` is told about every failure ("*" for the whole run).
+    `on_crash(rule_or_star, error)` is told about every failure ("*" for the whole run). A run stopped by
+    `cancelled` raises CheckCancelledError (rootrank.check): a stale text is not re-run rule by rule.
     """
+    from rootrank.check import CheckCancelledError
+
     select, ignore = tuple(select), tuple(ignore)
     try:
-        return check_source(source, path, select, ignore, versions)
-    except SyntaxError:
+        return check_source(source, path, select, ignore, versions, cancelled)
+    except (SyntaxError, CheckCancelledError) as stopped:
+        if isinstance(stopped, CheckCancelledError):
+            raise
         return []
     except Exception as exc:
         on_crash("*", exc)
@@ -85,7 +93,9 @@ def check_isolated(
         if rule in ignore or (select and not any(rule == s or rule.startswith(s.rstrip(".") + ".") for s in select)):
             continue
         try:
-            findings.extend(check_source(source, path, (rule,), ignore, versions))
+            findings.extend(check_source(source, path, (rule,), ignore, versions, cancelled))
+        except CheckCancelledError:
+            raise
         except SyntaxError:
             return findings
         except Exception as exc:
