@@ -169,7 +169,7 @@ def _check_python(source: str, path: str, locator: Locator, options: CheckOption
         return [Finding(SYNTAX_ERROR, Severity.ERROR, path, 1, 1, 1, 1, f"cannot parse: {reason}")]
     stop_if(cancelled)
     selected = [rule_id for rule_id in sorted(RULES) if options.enabled(rule_id)]
-    return run_rules(semantic, selected, {rule_id: severity_of(rule_id) for rule_id in selected})
+    return run_rules(semantic, selected, {rule_id: severity_of(rule_id) for rule_id in selected}, cancelled)
 
 
 def severity_of(rule_id: str, default: Severity | None = None) -> Severity:

@@ -52,7 +52,7 @@ def collect(source: str, path: str, locator: Locator, versions: Mapping[str, str
     """
     semantic = Semantic(path=path, source=source, locator=locator, versions=dict(versions or {}))
     chunks = split_chunks(source)
-    aliases = aliases_of(text for _, text in chunks)
+    aliases = aliases_of((text for _, text in chunks), cancelled)
     parts = []
     for number, (first, text) in enumerate(chunks):
         if not number % 64:
@@ -234,10 +234,12 @@ class _Collector:
         self.semantic.constants[name] = value
 
 
-def run_rules(semantic: Semantic, selected: Iterable[str], severities: dict[str, Severity]) -> list[Finding]:
+def run_rules(semantic: Semantic, selected: Iterable[str], severities: dict[str, Severity],
+              cancelled: Cancelled | None = None) -> list[Finding]:
     """Run each selected rule over the model; a crashing rule is logged and the others still run."""
     findings: list[Finding] = []
     for rule_id in selected:
+        stop_if(cancelled)
         rule = RULES[rule_id]
         try:
             violations = list(rule.function(semantic))

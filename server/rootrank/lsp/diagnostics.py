@@ -77,8 +77,12 @@ def compute(
     findings = [f for f in checked if f.rule not in SKIPPED_RULES]
     lines = Lines(text, encoding)
     comment = comment_char(path)
-    diagnostics = [_diagnostic(finding, lines, version, settings.severity_for(finding.rule), comment is not None)
-                   for finding in findings]
+    diagnostics = []
+    for number, finding in enumerate(findings):
+        if cancelled is not None and not number % 256 and cancelled():
+            return None
+        diagnostics.append(_diagnostic(finding, lines, version, settings.severity_for(finding.rule),
+                                       comment is not None))
     return findings, diagnostics
 
 
