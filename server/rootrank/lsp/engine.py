@@ -167,6 +167,57 @@ def diagnose_text(
     return result
 
 
+class _CancellableFile(io.BufferedReader):
+    """A log file read in a stream (never whole), that stops once `cancel` is set or past `limit` bytes."""
+
+    def __init__(self, path: str, cancel: threading.Event | None, limit: int) -> None:
+        super().__init__(io.FileIO(path, "r"), buffer_size=1 << 20)
+        self.cancel = cancel
+        self.limit = limit
+
+    def _check(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise DiagnosisCancelledError
+        if self.tell() > self.limit:
+            raise FileTooLargeError(self.limit)
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        self._check()
+        return super().read(size)
+
+    def read1(self, size: int = -1, /) -> bytes:
+        self._check()
+        return super().read1(size)
+
+    def readline(self, size: int | None = -1, /) -> bytes:
+        self._check()
+        return super().readline(size)
+
+    def readinto(self, buffer: Any, /) -> int:
+        self._check()
+        return super().readinto(buffer)
+
+    def __next__(self) -> bytes:
+        self._check()
+        return super().__next__()
+
+
+class FileTooLargeError(Exception):
+    """A file that grew past the limit while it was read."""
+
+
+def diagnose_file(path: str, cancel: threading.Event | None = None, limit: int = 1 << 40) -> Diagnosis:
+    """A log file diagnosed as `rootrank diagnose FILE` reads it: streamed through the pipeline, so memory
+    does not grow with the file; stoppable through `cancel`. The caller checks that it is a regular file."""
+    import rootrank.diagnose as diagnose
+
+    pipeline = diagnose.Pipeline()
+    with _CancellableFile(path, cancel, limit) as handle:
+        pipeline.feed_stream(path, handle)
+    result: Diagnosis = pipeline.result()
+    return result
+
+
 def growing_text(source: str) -> GrowingText:
     """The live diagnosis of a log document that grows at its end (diagnose/live.py)."""
     from rootrank.diagnose.live import GrowingText
