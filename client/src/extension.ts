@@ -185,6 +185,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(watchBar, command('rootrank.openWatchReport', () => watchBar.openReport()));
   const sub = await onDidChangePythonEnvironment(() => void server?.restart());
   if (sub) context.subscriptions.push(sub);
+  // Trust granted: the workspace's own rootrank.interpreter now applies (after the prompt on its first use).
+  context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void server?.restart()));
   await server.ready();
 }
 

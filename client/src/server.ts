@@ -3,8 +3,8 @@ import { execFile } from 'node:child_process';
 import * as vscode from 'vscode';
 import { ExecuteCommandRequest, LanguageClient, RevealOutputChannelOn } from 'vscode-languageclient/node';
 import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
-import { interpreterProblem, resolveInterpreter, serverLaunch, VERSION_PROBE } from './interpreter';
-import type { Interpreter } from './interpreter';
+import { consentedInterpreter, fromWorkspaceSettings, interpreterProblem, resolveInterpreter, serverLaunch, userSetting, VERSION_PROBE } from './interpreter';
+import type { ConsentAnswer, Interpreter } from './interpreter';
 import { activePythonExecutable } from './python';
 import { documentSelector, readClientSettings, serverPayload, toServerSettings } from './settings';
 import { toDiagnosis } from './types';
@@ -25,6 +25,22 @@ function probe(interp: Interpreter): Promise<{ error?: string; output?: string }
       }
     });
   });
+}
+
+/** The modal prompt before the first run of an interpreter named by the workspace's own settings. */
+async function askToRunWorkspaceInterpreter(interp: Interpreter): Promise<ConsentAnswer> {
+  const commandLine = [interp.command, ...interp.args].join(' ');
+  const allow = 'Allow', useDefault = 'Use Default Interpreter';
+  const choice = await vscode.window.showWarningMessage(
+    `This workspace's settings ask rootrank to start its server with ${commandLine}. Run this program?`,
+    {
+      modal: true,
+      detail: '"rootrank.interpreter" is set in this workspace\'s settings (.vscode/settings.json or the .code-workspace file), '
+        + 'which come with the folder, for instance a cloned repository. Allow it only if you trust that program. '
+        + 'The answer is remembered for this workspace and this command line.',
+    },
+    allow, useDefault);
+  return choice === allow ? 'allow' : choice === useDefault ? 'deny' : undefined;
 }
 
 export class RootrankServer implements vscode.Disposable {
@@ -50,7 +66,15 @@ export class RootrankServer implements vscode.Disposable {
     const cfg = this.config();
     const client = readClientSettings(cfg);
     this.workspacePython = await activePythonExecutable(vscode.workspace.workspaceFolders?.[0]?.uri);
-    const interp = resolveInterpreter(client.interpreter, this.workspacePython);
+    const configured = resolveInterpreter(client.interpreter, this.workspacePython);
+    const inspected = cfg.inspect('interpreter');
+    const fallback = resolveInterpreter(userSetting(inspected), this.workspacePython);
+    const fromWorkspace = fromWorkspaceSettings(client.interpreter, inspected);
+    const interp = await consentedInterpreter(configured, fromWorkspace, fallback, this.context.workspaceState,
+      askToRunWorkspaceInterpreter);
+    if (interp !== configured) {
+      this.channel.warn(`not running the interpreter from this workspace's settings (${configured.command}); using ${interp.command}`);
+    }
     const problem = interpreterProblem(interp, await probe(interp));
     if (problem) {
       this.channel.error(problem);

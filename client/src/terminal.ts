@@ -4,7 +4,7 @@
  * failed command. Nothing leaves the machine: the text goes only to the local server.
  */
 import * as vscode from 'vscode';
-import { keepTail } from './text';
+import { TailBuffer } from './text';
 
 const MAX_CAPTURE = 8 * 1024 * 1024;
 /** Exit codes of commands the user interrupted (Ctrl+C, Ctrl+\): not failures worth a notification. */
@@ -27,9 +27,9 @@ export class TerminalWatcher implements vscode.Disposable {
       vscode.window.onDidStartTerminalShellExecution(e => {
         const stream = e.execution.read();
         this.captures.set(e.execution, (async () => {
-          let text = '';
-          for await (const chunk of stream) text = keepTail(text + chunk, MAX_CAPTURE);
-          return text;
+          const tail = new TailBuffer(MAX_CAPTURE);
+          for await (const chunk of stream) tail.push(chunk);
+          return tail.text();
         })());
       }),
       vscode.window.onDidEndTerminalShellExecution(async e => {

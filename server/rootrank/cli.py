@@ -280,10 +280,11 @@ def _run_scan(args: argparse.Namespace) -> int:
             progress.close()
     summary = summarize_fleet(list(result.rows))
     if args.html:
+        from rootrank import atomic
         from rootrank.fleet.html import render_html
 
-        try:
-            Path(args.html).write_text(render_html(result.rows, summary), encoding="utf-8")
+        try:  # whole or not at all: a report cut by a full disk would read as a finished one
+            atomic.write_new(args.html, render_html(result.rows, summary).encode("utf-8"))
         except OSError as exc:
             print(f"rootrank: {args.html}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_ERROR

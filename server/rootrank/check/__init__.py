@@ -23,6 +23,7 @@ from rootrank.check.bounds import (
     skipped,
     stop_if,
 )
+from rootrank.check.noqa import Text, comments_at, language_of, silenced
 from rootrank.check.options import CheckOptions
 from rootrank.check.registry import RULES
 from rootrank.check.source import MENTIONS_CHECKPOINTING, Locator
@@ -37,7 +38,6 @@ LOG = logging.getLogger(__name__)
 SYNTAX_ERROR = "syntax-error"
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".sh")
 NOTEBOOK_SUFFIX = ".ipynb"
-_NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<ids>[\w.\-]+(?:[ \t]*,[ \t]*[\w.\-]+)*))?", re.I)
 
 
 def is_config(path: str) -> bool:
@@ -103,7 +103,7 @@ def check_source(source: str, path: str, options: CheckOptions | None = None,
         if is_config(path):
             from rootrank.check.configs import check_config
 
-            findings = check_config(source, path, locator, dict(options.versions), cancelled)
+            findings = check_config(source, path, locator, dict(options.versions), cancelled=cancelled)
         else:
             findings = _check_python(source, path, locator, options, cancelled)
     except CheckCancelledError:
@@ -111,7 +111,7 @@ def check_source(source: str, path: str, options: CheckOptions | None = None,
     except Exception:  # a bug of ours must not take the editor or the CLI down with it
         LOG.exception("rootrank: checking %s failed; no findings for it", path)
         return []
-    return _capped(filter_findings(findings, locator, options), path)
+    return _capped(filter_findings(findings, locator, options, path), path)
 
 
 def _capped(findings: list[Finding], path: str) -> list[Finding]:
@@ -121,36 +121,84 @@ def _capped(findings: list[Finding], path: str) -> list[Finding]:
     return findings[:MAX_FINDINGS_PER_FILE]
 
 
+_MAY_SILENCE = re.compile("noqa", re.I)
 MAX_FIX_PASSES = 10  # as ruff: re-check after each pass, since overlapping fixes wait for the next one
 
 
 def fix_source(source: str, path: str, options: CheckOptions | None = None,
                unsafe: bool = False) -> tuple[str, int]:
     """The text after `--fix` (safe fixes; `unsafe` adds the unsafe ones), re-checked after each pass until
-    nothing changes, and how many findings were fixed. Notebooks are fixed cell by cell."""
+    nothing changes, and how many findings were fixed. Notebooks are fixed cell by cell. Python that
+    compiled before compiles after: a pass whose result does not is cut down to the fixes that each
+    compile, and dropped when even those together do not."""
     from rootrank.check.fixes import apply_fixes, choose
 
-    count = 0
-    for _ in range(MAX_FIX_PASSES):
-        findings = check_source(source, path, options)
+    def apply(text: str, findings: list[Finding]) -> str:
         if is_notebook(path):
             from rootrank.check.notebook import apply_to_cells
 
-            fixed = apply_to_cells(source, findings, lambda cell, found: apply_fixes(cell, found, unsafe=unsafe))
-        else:
-            fixed = apply_fixes(source, findings, unsafe=unsafe)
+            return apply_to_cells(text, findings, lambda cell, found: apply_fixes(cell, found, unsafe=unsafe))
+        return apply_fixes(text, findings, unsafe=unsafe)
+
+    count = 0
+    original = source
+    for _ in range(MAX_FIX_PASSES):
+        findings = [f for f in check_source(source, path, options) if choose(f, unsafe) is not None]
+        fixed = apply(source, findings)
+        if fixed != source and not _compiles(fixed, path) and _compiles(source, path):
+            findings = [f for f in findings if _compiles(apply(source, [f]), path)]
+            fixed = apply(source, findings)
+            if not _compiles(fixed, path):
+                break
         if fixed == source:
             break
-        count += sum(1 for f in findings if choose(f, unsafe) is not None)
+        count += len(findings)
         source = fixed
-    return source, count
+    return _keep_line_endings(original, source), count
 
 
-def filter_findings(findings: list[Finding], locator: Locator, options: CheckOptions) -> list[Finding]:
-    """Apply select/ignore and `# noqa` to one file's findings, and sort them."""
+def _compiles(text: str, path: str) -> bool:
+    """Whether Python (or a notebook's code cells, as one module) compiles: `ast.parse` alone lets
+    through what the compiler refuses (`yield` outside a function, `return` at module level). A config
+    must parse: each of its fixes is proven alone (check/configs), and this holds them together."""
+    if is_config(path):
+        from rootrank.check.configs import parses
+
+        return parses(text, path)
+    if is_notebook(path):
+        from rootrank.check.notebook import NotebookError, notebook_module, parse_notebook
+
+        try:
+            text = notebook_module(parse_notebook(text)).text
+        except NotebookError:
+            return False
+    try:
+        compile(text, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _keep_line_endings(original: str, fixed: str) -> str:
+    """A file written with CRLF throughout stays so: a fix's (or a notebook's re-dumped) plain newlines
+    become CRLF too."""
+    if fixed == original or "\r\n" not in original or original.count("\n") != original.count("\r\n"):
+        return fixed
+    return re.sub(r"(?<!\r)\n", "\r\n", fixed)
+
+
+def filter_findings(findings: list[Finding], locator: Locator, options: CheckOptions,
+                    path: str = "") -> list[Finding]:
+    """Apply select/ignore and `# noqa` to one file's findings, and sort them. `path` says how the file's
+    comments are written (check/noqa.language_of; Python when not given)."""
     findings = [f for f in findings if f.rule in (SYNTAX_ERROR, SKIPPED) or options.enabled(f.rule)]
-    if options.noqa:
-        findings = [f for f in findings if not _silenced(f, locator)]
+    language = language_of(path) if path else "python"
+    # No "noqa" anywhere (a search in C): nothing can be silenced, and no comment need be read.
+    if options.noqa and findings and language is not None and _MAY_SILENCE.search(locator.source):
+        text = Text(locator.line_text, len(locator.starts), lambda: locator.source)
+        findings = [f for f in findings
+                    # a skipped file was not read: a `# noqa` on its first line does not stand for it
+                    if f.rule == SKIPPED or not silenced(f.rule, f.line, comments_at(text, language, f.line, f.column))]
     return sorted(findings, key=lambda f: (f.line, f.column, f.rule))
 
 
@@ -187,17 +235,3 @@ def severity_of(rule_id: str, default: Severity | None = None) -> Severity:
         return default
     rule = RULES.get(rule_id)
     return rule.default_severity if rule else Severity.WARNING
-
-
-def _silenced(finding: Finding, locator: Locator) -> bool:
-    if finding.rule == SKIPPED:
-        return False  # the file was not read: a `# noqa` on its first line does not stand for it
-    match = _NOQA.search(locator.line_text(finding.line))
-    if match is None:
-        return False
-    ids = match.group("ids")
-    if not ids:
-        return True
-    from rootrank.check.options import matches
-
-    return any(matches(finding.rule, i) for i in re.split(r"[ \t]*,[ \t]*", ids))

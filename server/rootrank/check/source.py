@@ -1,4 +1,5 @@
-"""Source text bookkeeping: the cheap pre-filter, which lines matter, and byte/character positions.
+"""Source text bookkeeping: the cheap pre-filter, which lines matter, byte/character positions, and
+whether a file is test code.
 
 `ast` reports columns as UTF-8 byte offsets; rootrank positions are 1-based character columns. The
 `Locator` converts between the two and turns (line, column) pairs into string offsets for edits.
@@ -158,3 +159,10 @@ def interest_of(text: str, first_line: int, aliases: frozenset[str]) -> Interest
     offset = first_line - 1
     lines = set(keyword_lines(text)[0]) | set(alias_lines(text, aliases)[0])
     return Interest(line + offset for line in lines)
+
+
+def is_test_code(path: str) -> bool:
+    """A pytest test module: `test_*.py` or `*_test.py` (pytest's default `python_files`). By the file's own
+    name only: a folder called `tests` may hold the whole project when the path is absolute (the editor)."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))

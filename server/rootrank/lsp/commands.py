@@ -1,8 +1,9 @@
 """`workspace/executeCommand` `rootrank.diagnose`: diagnose a piece of log text.
 
 Arguments: `[text]`, `[text, sourceUri]`, or `[{"text": ..., "uri": ...}]`. An empty text with the URI
-of an open document (or of a file) diagnoses that document; a file that is not open is streamed through
-the engine as the CLI reads it, never read whole. The result is exactly the JSON of
+of an open document diagnoses that document; with the URI of a file under a workspace folder (symlinks
+resolved), that file, streamed through the engine as the CLI reads it (never read whole). Any other file is
+refused: the arguments come from whatever runs in the editor. The result is exactly the JSON of
 `rootrank diagnose --format json` plus a `markdown` field. The main use is text pasted from a terminal
 selection (partial, wrapped, with prompt lines): it is handed to the engine as is, like stdin.
 """
@@ -20,6 +21,7 @@ from pygls.uris import to_fs_path
 
 from rootrank.lsp import engine
 from rootrank.lsp.core import RootrankServer  # at run time: pygls reads the handler's annotations
+from rootrank.lsp.transport import uri_problem
 
 DIAGNOSE = "rootrank.diagnose"
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -38,6 +40,9 @@ def parse_arguments(args: tuple[Any, ...]) -> tuple[str | None, str | None]:
         raise JsonRpcInvalidParams(f"{DIAGNOSE}: the text must be a string, not {type(text).__name__}")
     if uri is not None and not isinstance(uri, str):
         raise JsonRpcInvalidParams(f"{DIAGNOSE}: the source must be a URI string, not {type(uri).__name__}")
+    problem = uri_problem(uri) if uri is not None else None
+    if problem is not None:
+        raise JsonRpcInvalidParams(f"{DIAGNOSE}: {problem}")
     if not text and not uri:
         raise JsonRpcInvalidParams(f"{DIAGNOSE}: nothing to diagnose (empty text and no source)")
     return text, uri
@@ -46,7 +51,19 @@ def parse_arguments(args: tuple[Any, ...]) -> tuple[str | None, str | None]:
 def _source_path(uri: str) -> str:
     if "://" not in uri:
         return uri
-    return to_fs_path(uri) or uri
+    try:
+        return to_fs_path(uri) or uri
+    except ValueError as exc:  # uri_problem let it through, the URI parser did not
+        raise JsonRpcInvalidParams(f"{DIAGNOSE}: the source URI cannot be parsed: {exc}") from None
+
+
+def workspace_source(ls: RootrankServer, path: str) -> str:
+    """The file to read for `path`: resolved, and under a workspace folder; else InvalidParams."""
+    real = ls.workspace_file(path)
+    if real is None:
+        raise JsonRpcInvalidParams(f"{DIAGNOSE}: {path} is neither an open document nor a file under a "
+                                   "workspace folder; open it in the editor, or pass its text")
+    return real
 
 
 def read_source_file(path: str) -> str:
@@ -114,7 +131,8 @@ def register(server: RootrankServer) -> None:
         cancel = threading.Event()
         try:
             if not text and uri and document is None:
-                return await loop.run_in_executor(ls.log_executor, run_file, source, cancel)
+                path = workspace_source(ls, source)
+                return await loop.run_in_executor(ls.log_executor, run_file, path, cancel)
             if document is not None:
                 text = document.source
             return await loop.run_in_executor(ls.log_executor, run, text or "", source, cancel)
