@@ -13,6 +13,7 @@ import type { Diagnosis } from './types';
 /** The server's command (client command ids must differ: vscode-languageclient registers this one). */
 export const SERVER_DIAGNOSE = 'rootrank.diagnose';
 export const SERVER_MEASURE = 'rootrank.measure';
+export const SERVER_SCAN_WORKSPACE = 'rootrank.scanLogs';
 
 function probe(interp: Interpreter): Promise<{ error?: string; output?: string }> {
   return new Promise(resolve => {
@@ -48,6 +49,7 @@ export class RootrankServer implements vscode.Disposable {
   private starting: Promise<LanguageClient | undefined> | undefined;
   private workspacePython: string | undefined;
   private interpreter: string | undefined;
+  private launch: { command: string; args: string[]; env: Record<string, string> } | undefined;
 
   constructor(private readonly context: vscode.ExtensionContext, readonly channel: vscode.LogOutputChannel) {}
 
@@ -86,6 +88,7 @@ export class RootrankServer implements vscode.Disposable {
     }
     this.interpreter = interp.command;
     const launch = serverLaunch(interp, client.importStrategy, this.context.asAbsolutePath('bundled'), process.env);
+    this.launch = launch;
     this.channel.info(`starting: ${launch.command} ${launch.args.join(' ')} (interpreter from ${interp.source}, ${client.importStrategy})`);
     const serverOptions: ServerOptions = {
       command: launch.command,
@@ -126,6 +129,15 @@ export class RootrankServer implements vscode.Disposable {
     return lc;
   }
 
+  /**
+   * `python -m rootrank ARGS...` with the server's interpreter and import path (`rootrank watch -` for a
+   * terminal's command); undefined when the server could not start.
+   */
+  async rootrankCommand(args: string[]): Promise<{ command: string; args: string[]; env: Record<string, string> } | undefined> {
+    if (!await this.ready() || !this.launch) return undefined;
+    return { command: this.launch.command, args: [...this.launch.args.slice(0, -1), ...args], env: { ...this.launch.env } };
+  }
+
   /** Pushes changed settings to the running server (no restart needed for these). */
   async pushSettings(): Promise<void> {
     if (!this.client?.isRunning()) return;
@@ -158,6 +170,13 @@ export class RootrankServer implements vscode.Disposable {
     const lc = await this.ready();
     if (!lc) return undefined;
     return lc.sendRequest(ExecuteCommandRequest.type, { command: SERVER_MEASURE, arguments: [options] }, token);
+  }
+
+  /** `rootrank.scanLogs`: the workspace's log files that hold a failure; cancelling `token` stops it. */
+  async scanWorkspace(options: Record<string, unknown>, token?: vscode.CancellationToken): Promise<unknown> {
+    const lc = await this.ready();
+    if (!lc) return undefined;
+    return lc.sendRequest(ExecuteCommandRequest.type, { command: SERVER_SCAN_WORKSPACE, arguments: [options] }, token);
   }
 
   dispose(): void {

@@ -24,6 +24,7 @@ const settingsSource = readFileSync(join(root, 'client', 'src', 'settings.ts'), 
 test('every contributed command is registered, and none clashes with the server command', () => {
   for (const { command } of manifest.contributes.commands) {
     assert.notEqual(command, 'rootrank.diagnose', 'vscode-languageclient registers the server command itself');
+    assert.notEqual(command, 'rootrank.scanLogs', 'vscode-languageclient registers the server command itself');
     assert.ok(extensionSource.includes(`'${command}'`), `${command} is registered in extension.ts`);
   }
   const declared = new Set(manifest.contributes.commands.map(c => c.command));

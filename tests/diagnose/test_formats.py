@@ -81,9 +81,30 @@ def test_find_time_in_messages() -> None:
         ("run/attempt_0/3/stderr.log", (None, 3, None)),
         ("logs/rank3.log", (3, None, None)),
         ("logs/node-05/rank_12.txt", (12, None, "node-05")),
-        ("out/train_7.out", (7, None, None)),
         ("slurm-123456.out", (None, None, None)),
         ("corpus/dist.rank-sigkill--rank1-oom/log.txt", (None, None, None)),
+        # The name says rank: a rank.
+        ("logs/rank38.log", (38, None, None)),
+        ("logs/rank-38.log", (38, None, None)),
+        ("logs/train.rank38.log", (38, None, None)),
+        ("logs/log_rank_3.txt", (3, None, None)),
+        ("logs/RANK_3.err", (3, None, None)),
+        ("logs/worker_38.log", (38, None, None)),
+        ("logs/train.worker-5.out", (5, None, None)),
+        ("logs/local_rank_2.log", (None, 2, None)),
+        ("logs/node3_rank5.log", (5, None, "node3")),
+        ("logs/node-3.log", (None, None, "node-3")),  # a node index is a host, not a rank
+        # A bare number is a job, array task, epoch, seed or date: no rank.
+        ("runs/job-0038.log", (None, None, None)),
+        ("runs/job_38.log", (None, None, None)),
+        ("out/train_7.out", (None, None, None)),
+        ("slurm-123456_7.out", (None, None, None)),  # %A_%a
+        ("logs/train-4000123-7.out", (None, None, None)),  # %x-%j-%t cannot be told from %x-%A-%a
+        ("logs/myjob.4000123.err", (None, None, None)),  # %x.%j
+        ("logs/epoch_3.log", (None, None, None)),
+        ("logs/run-20240101.log", (None, None, None)),
+        ("logs/seed-42.txt", (None, None, None)),
+        ("logs/ranking-3.log", (None, None, None)),
     ],
 )
 def test_ranks_from_path(path: str, expected: tuple[int | None, int | None, str | None]) -> None:

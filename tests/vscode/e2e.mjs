@@ -300,6 +300,39 @@ await check('watch-status-bar', async () => {
   await runCommand('Terminal: Kill the Active Terminal Instance');
 });
 
+// 9d. rootrank: Watch Terminal: attach to a command already running in the terminal (shell integration);
+//     the failure it prints while it still runs gives the status bar item and a notification
+await check('watch-terminal', async () => {
+  await runCommand('Terminal: Create New Terminal');
+  await page.waitForTimeout(2500);  // the shell starts and shell integration reports in
+  await page.locator('.terminal-wrapper .xterm').last().click();
+  await page.keyboard.type('python3 fails_later.py');
+  await page.keyboard.press('Enter');
+  await page.waitForTimeout(1500);  // it runs: attach now, mid-run
+  await runCommand('rootrank: Watch Terminal');
+  const toast = page.locator('.notification-toast', { hasText: /rootrank: failed: rank 2/ });
+  await toast.waitFor({ timeout: 40000 });
+  await page.locator('.statusbar-item', { hasText: /rootrank: failed: rank 2/ }).first().waitFor({ timeout: 10000 });
+  await shot('8d-watch-terminal-failed');
+  await runCommand('Terminal: Focus Terminal');
+  await page.keyboard.press('Control+C');
+  await runCommand('Terminal: Kill the Active Terminal Instance');
+});
+
+// 9e. the workspace's failed logs in a tree view (the server scans them); a click opens the report
+await check('failed-logs-view', async () => {
+  await runCommand('rootrank: Scan Workspace for Failed Logs');
+  // the row of this view (the explorer's own file list has the file too)
+  const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Failed Logs' }) });
+  const row = pane.locator('.monaco-list-row', { hasText: 'slurm-4000123.out' });
+  await row.first().waitFor({ timeout: 60000 });
+  const text = await row.first().innerText();
+  if (!text.includes('A node of the Slurm allocation failed')) throw new Error(`no root cause beside the file: ${text}`);
+  await shot('8e-failed-logs-view');
+  await row.first().click();
+  await report().locator('.origin', { hasText: /slurm-4000123\.out/ }).waitFor({ timeout: 20000 });
+});
+
 // 10. Diagnose a log file from the explorer's context menu
 await check('explorer-diagnose-file', async () => {
   await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'crash.log' }).first().click({ button: 'right' });

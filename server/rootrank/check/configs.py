@@ -36,9 +36,12 @@ USE_CACHE = "checkpoint.hf-use-cache"
 DDP = "checkpoint.reentrant-ddp"
 PARTIAL = "checkpoint.partial-coverage"
 DEEPSPEED = "checkpoint.deepspeed-config"
+RECOMPUTE = "checkpoint.recompute-mismatch"
+RNG_STATE_TOPIC = "accelerate.fsdp2-no-rng-state"
 SYNTAX_ERROR = "syntax-error"
 DEFAULT_SEVERITY = {USE_REENTRANT: Severity.WARNING, DOUBLE: Severity.WARNING, USE_CACHE: Severity.WARNING,
-                    DDP: Severity.ERROR, PARTIAL: Severity.WARNING, DEEPSPEED: Severity.INFO}
+                    DDP: Severity.ERROR, PARTIAL: Severity.WARNING, DEEPSPEED: Severity.INFO,
+                    RECOMPUTE: Severity.WARNING}
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -430,10 +433,28 @@ def _accelerate(config: _Config, data: dict[str, Any]) -> Iterator[Finding]:
     fsdp = data.get("fsdp_config")
     if not (isinstance(fsdp, dict) and fsdp.get("fsdp_activation_checkpointing") is True):
         return
+    if fsdp.get("fsdp_version") == 2:
+        yield from _fsdp2_rng_state(config, fsdp)
     if any(data.get(name) is True for name in hf.FLAGS):
         yield config.finding(DOUBLE, config.key(fsdp, "fsdp_activation_checkpointing"), (
             "`fsdp_activation_checkpointing: true` together with `gradient_checkpointing: true`: every block is "
             "checkpointed twice (FSDP's wrapper and transformers'); keep only FSDP's"))
+
+
+def _fsdp2_rng_state(config: _Config, fsdp: dict[str, Any]) -> Iterator[Finding]:
+    """Accelerate's FSDP2 activation checkpointing recomputes without the forward's RNG state; whether that
+    matters depends on the model having dropout, which the config does not show: a warning at most."""
+    answer = facts.answer(RNG_STATE_TOPIC, config.versions)
+    if answer.is_(False):
+        return
+    note = "" if answer.known else \
+        f" (applies to {facts.topic(RNG_STATE_TOPIC).versions_where(True)}; {answer.assumed})"
+    found = config.finding(RECOMPUTE, config.key(fsdp, "fsdp_activation_checkpointing"), (
+        "`fsdp_activation_checkpointing: true` with `fsdp_version: 2`: Accelerate wraps each layer in "
+        "`checkpoint_wrapper(layer, preserve_rng_state=False)`, so a model that trains with dropout draws other "
+        "dropout masks in the recompute than in the forward and its gradients are silently inconsistent; set the "
+        "model's dropout to 0, or checkpoint the layers yourself with `preserve_rng_state=True`") + note)
+    yield dataclasses.replace(found, severity=Severity.WARNING, assumes=(answer.assumed,))
 
 
 def _deepspeed(config: _Config, data: dict[str, Any]) -> Iterator[Finding]:

@@ -249,7 +249,8 @@ def run_rules(semantic: Semantic, selected: Iterable[str], severities: dict[str,
         severity = severities.get(rule_id, rule.default_severity)
         for violation in violations:
             findings.append(to_finding(semantic, rule_id, severity, violation))
-    return judge_fixes(findings, {rule_id: r.caused_by for rule_id, r in RULES.items() if r.caused_by})
+    return judge_fixes(findings, {rule_id: r.caused_by for rule_id, r in RULES.items() if r.caused_by},
+                       frozenset(rule_id for rule_id, r in RULES.items() if r.moots_fixes))
 
 
 def to_finding(semantic: Semantic, rule_id: str, severity: Severity, violation: Violation) -> Finding:
