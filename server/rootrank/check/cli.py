@@ -2,7 +2,9 @@
 
 `add_arguments` and `run` are what the top-level CLI wires to `rootrank check`. Output formats are a
 seam: each is one function `(results) -> str` in `FORMATS` (text like a linter, JSON with schema
-`rootrank.check/1`, SARIF 2.1.0). Exit codes: 0 clean, 1 findings, 2 bad usage or unreadable input.
+`rootrank.check/1`, SARIF 2.1.0). Exit codes: 0 clean, 1 findings, 2 bad usage or unreadable input,
+including a file that was skipped rather than parsed (over the parse cap, or a YAML alias bomb: one line
+each on stderr, see check/bounds.py; the other files are still checked and reported).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rootrank import __version__
-from rootrank.check import CONFIG_SUFFIXES, NOTEBOOK_SUFFIX, CheckOptions, check_source, fix_source
+from rootrank.check import CONFIG_SUFFIXES, NOTEBOOK_SUFFIX, SKIPPED, CheckOptions, check_source, fix_source
 from rootrank.check.fixes import ordered_fixes, preferred
 from rootrank.check.options import matches
 from rootrank.environment import Environment, NoEnvironmentError, find_environment, roots_above
@@ -94,7 +96,11 @@ def run(args: argparse.Namespace) -> int:
             results.errors.append(str(error))
             continue
         sources[name] = source
-        results.findings.extend(check_source(source, name, file_options))
+        for finding in check_source(source, name, file_options):
+            if finding.rule == SKIPPED:  # not a finding in the code: the file could not be checked
+                results.errors.append(f"{name}: {finding.message}")
+            else:
+                results.findings.append(finding)
     results.findings.extend(_cross_file(sources, options))
     order = {name: i for i, name in enumerate(sources)}
     results.findings.sort(key=lambda f: (order.get(f.path, len(order)), f.line, f.column, f.rule))

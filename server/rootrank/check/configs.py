@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from rootrank.check import hf
+from rootrank.check.bounds import Cancelled, alias_expansion, over_parse_cap, skipped, stop_if
 from rootrank.check.source import Locator
 from rootrank.model import Applicability, Edit, Finding, Fix, Severity
 from rootrank.stack import facts
@@ -71,6 +72,10 @@ class Key:
         return Edit(self.value_line, self.value_column, self.end_line, self.end_column, text)
 
 
+class RefusedError(ValueError):
+    """A config that is not parsed further: its aliases expand beyond the budget (check/bounds.py)."""
+
+
 class _RecordingLoader(_Loader):
     """PyYAML's safe loader that remembers which object it built from which node, so positions from the
     parser can be tied to the mappings the checks look at (merge keys included)."""
@@ -88,7 +93,7 @@ class _RecordingLoader(_Loader):
 class _Config:
     """A parsed config: the data and, from the parser, where each key of each mapping is written."""
 
-    def __init__(self, path: str, source: str, locator: Locator) -> None:
+    def __init__(self, path: str, source: str, locator: Locator, cancelled: Cancelled | None = None) -> None:
         self.path = path
         self.source = source
         self.locator = locator
@@ -103,6 +108,12 @@ class _Config:
             loader = _RecordingLoader(source)
             try:
                 node = loader.get_single_node()
+                # Aliases are shared in the node graph but copied out by merge keys while constructing,
+                # and walked once per use by anything that follows the data: measure first, in linear time.
+                refused = alias_expansion(node, cancelled=cancelled) if node is not None else None
+                if refused is not None:
+                    raise RefusedError(refused)
+                stop_if(cancelled)
                 self.data = loader.construct_document(node) if node is not None else None
             finally:
                 loader.dispose()
@@ -231,20 +242,24 @@ class _JsonIndex:
 
 
 def check_config(source: str, path: str, locator: Locator,
-                 versions: Mapping[str, str] | None = None, validate: bool = True) -> list[Finding]:
+                 versions: Mapping[str, str] | None = None, validate: bool = True,
+                 cancelled: Cancelled | None = None) -> list[Finding]:
     """Findings for one config; with `validate`, each fix is kept only if it is proven (see _proven)."""
     if path.lower().endswith(".sh"):
         return list(_megatron(source, path, locator))
     try:
-        config = _Config(path, source, locator)
+        config = _Config(path, source, locator, cancelled)
         config.versions = dict(versions or {})
+    except RefusedError as refused:
+        return [skipped(path, str(refused))]
     except (ValueError, yaml.YAMLError, RecursionError) as error:
         line = getattr(getattr(error, "problem_mark", None), "line", None)
         line = (line + 1) if isinstance(line, int) else getattr(error, "lineno", 1)
         return [Finding(SYNTAX_ERROR, Severity.ERROR, path, line, 1, line, 1,
                         f"cannot parse: {str(error).splitlines()[0] if str(error) else type(error).__name__}")]
     findings: list[Finding] = []
-    for mapping in _mappings(config.data):
+    for mapping in _mappings(config.data, set()):
+        stop_if(cancelled)
         findings.extend(_trainer_arguments(config, mapping))
         findings.extend(_accelerate(config, mapping))
         findings.extend(_deepspeed(config, mapping))
@@ -300,15 +315,16 @@ def _removes(fix: Fix, rule: str, count: int, source: str, path: str, locator: L
     return sum(1 for f in after if f.rule == rule) < count
 
 
-def _mappings(data: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
-    """Every mapping of the document: Trainer arguments are often nested (`training_args:`, `trainer:`)."""
-    if isinstance(data, dict) and depth < 20:
+def _mappings(data: Any, seen: set[int], depth: int = 0) -> Iterator[dict[str, Any]]:
+    """Every mapping of the document once: Trainer arguments are often nested (`training_args:`,
+    `trainer:`), and a mapping or list shared through YAML aliases is one object, visited once."""
+    if not isinstance(data, (dict, list)) or depth >= 20 or id(data) in seen:
+        return
+    seen.add(id(data))
+    if isinstance(data, dict):
         yield data
-        for value in data.values():
-            yield from _mappings(value, depth + 1)
-    elif isinstance(data, list) and depth < 20:
-        for value in data:
-            yield from _mappings(value, depth + 1)
+    for value in data.values() if isinstance(data, dict) else data:
+        yield from _mappings(value, seen, depth + 1)
 
 
 # TrainingArguments fields that say a mapping is the Trainer's arguments.
@@ -573,7 +589,8 @@ def cross_file(sources: dict[str, str]) -> list[Finding]:
         return []
     findings = []
     for path, text in sources.items():
-        if not path.lower().endswith((".yaml", ".yml")) or "fsdp_activation_checkpointing" not in text:
+        if not path.lower().endswith((".yaml", ".yml")) or "fsdp_activation_checkpointing" not in text \
+                or over_parse_cap(text, "YAML"):
             continue
         # A repository holds many scripts and configs: only a script beside the config (same folder, or
         # the folder above or below it) is taken to run with it.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import traceback
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
@@ -62,17 +63,27 @@ def compute(
     encoding: str,
     crashes: list[tuple[str, BaseException]],
     roots: tuple[str, ...] = (),
-) -> tuple[list[Finding], list[types.Diagnostic]]:
-    """The findings for one text and their diagnostics (runs in a worker thread)."""
+    cancelled: Callable[[], bool] | None = None,
+) -> tuple[list[Finding], list[types.Diagnostic]] | None:
+    """The findings for one text and their diagnostics (runs in a worker thread); None once `cancelled()`
+    says the text is stale (changed or closed), which stops the work rather than only dropping its result."""
+    from rootrank.check import CheckCancelledError
+
     versions = engine.versions_for(settings.python, path if os.path.isabs(path) else None, roots)
-    findings = [f for f in engine.check_isolated(text, path, settings.select, settings.ignore,
-                                                 lambda rule, exc: crashes.append((rule, exc)), versions)
-                if f.rule not in SKIPPED_RULES]
+    try:
+        checked = engine.check_isolated(text, path, settings.select, settings.ignore,
+                                        lambda rule, exc: crashes.append((rule, exc)), versions, cancelled)
+    except CheckCancelledError:
+        return None
+    findings = [f for f in checked if f.rule not in SKIPPED_RULES]
     lines = Lines(text, encoding)
     comment = comment_char(path)
     language = language_of(path) if comment is not None else None
-    diagnostics = [make_diagnostic(finding, lines, version, settings.severity_for(finding.rule), language)
-                   for finding in findings]
+    diagnostics = []
+    for number, finding in enumerate(findings):
+        if cancelled is not None and not number % 256 and cancelled():
+            return None
+        diagnostics.append(make_diagnostic(finding, lines, version, settings.severity_for(finding.rule), language))
     return findings, diagnostics
 
 
@@ -128,11 +139,13 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
     path = check_path(state.uri, document.path, document.language_id)
     crashes: list[tuple[str, BaseException]] = []
     encoding = encoding_name(ls.workspace.position_encoding)
-    findings, diagnostics = await asyncio.get_running_loop().run_in_executor(
-        ls.executor, compute, text, path, version, ls.settings, encoding, crashes, ls.workspace_roots())
+    computed = await asyncio.get_running_loop().run_in_executor(
+        ls.executor, compute, text, path, version, ls.settings, encoding, crashes, ls.workspace_roots(),
+        lambda: state.generation != generation)  # bumped by every change and by didClose
     report_crashes(ls, crashes)
-    if not ls.is_current(state, generation, version):
+    if computed is None or not ls.is_current(state, generation, version):
         return  # the text changed meanwhile: a newer run is scheduled
+    findings, diagnostics = computed
     state.findings, state.diagnostics, state.published_version = findings, diagnostics, version
     ls.publish(state.uri, version, diagnostics)
 
