@@ -246,3 +246,33 @@ def test_an_accelerate_config_pairs_only_with_scripts_beside_it(tmp_path: Path, 
     (tmp_path / "examples" / "train.py").write_text(script)
     run("--select", "checkpoint.fsdp-double-checkpoint", str(tmp_path))
     assert "examples/configs/fsdp.yaml:3:3: checkpoint.fsdp-double-checkpoint" in capsys.readouterr().out
+
+
+def test_configs_read_by_the_projects_own_argument_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """open-instruct's shape: its YAML configs are parsed into its own dataclass (HfArgumentParser with
+    `allow_extra_keys=False`), whose `gradient_checkpointing` its script turns into the enable call. The
+    Trainer never reads the config: no Trainer-default finding on it, and `--fix` must not add a
+    `gradient_checkpointing_kwargs` key the parser would reject."""
+    old = environment(tmp_path / "env", transformers="4.57.6")
+    config = "learning_rate: 2.0e-5\ngradient_checkpointing: true\nddp_find_unused_parameters: true\n"
+    project = tmp_path / "project"
+    (project / "configs").mkdir(parents=True)
+    (project / "configs" / "sft.yaml").write_text(config)
+    (project / "finetune.py").write_text(
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass FlatArguments:\n"
+        "    learning_rate: float = 2e-5\n    gradient_checkpointing: bool = False\n\n\n"
+        "def main(args, model):\n    if args.gradient_checkpointing:\n"
+        "        model.gradient_checkpointing_enable()\n")
+    assert run("--python", old, "--format", "json", str(project)) == cli.EXIT_FOUND
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert [(f["path"].rsplit("/", 1)[-1], f["rule"]) for f in findings] == \
+        [("finetune.py", "checkpoint.use-reentrant-explicit")]  # the enable call the script makes
+    run("--python", old, "--fix", str(project))
+    assert (project / "configs" / "sft.yaml").read_text() == config
+    # A TrainingArguments subclass is the Trainer's: its configs are checked as the Trainer reads them.
+    (project / "finetune.py").write_text(
+        "from dataclasses import dataclass\nfrom transformers import TrainingArguments\n\n\n@dataclass\n"
+        "class Args(TrainingArguments):\n    gradient_checkpointing: bool = True\n")
+    run("--python", old, "--format", "json", str(project))
+    rules = {f["rule"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert {"checkpoint.use-reentrant-explicit", "checkpoint.reentrant-ddp"} <= rules

@@ -16,7 +16,9 @@ import { TerminalWatcher, terminalSelection } from './terminal';
 import type { FailedCommand } from './terminal';
 import { shortCommand, stripAnsi } from './text';
 import type { Diagnosis } from './types';
+import { FailedLogsView } from './failedLogs';
 import { WatchStatusBar } from './watch';
+import { TerminalWatches } from './watchTerminal';
 
 let server: RootrankServer | undefined;
 
@@ -183,8 +185,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   // rootrank watch in the integrated terminal: its status in the status bar.
   const watchBar = new WatchStatusBar(context, path.join(context.globalStorageUri.fsPath, 'watch'));
   context.subscriptions.push(watchBar, command('rootrank.openWatchReport', () => watchBar.openReport()));
+  // rootrank: Watch Terminal: a command already running in a terminal, handed to `rootrank watch -`.
+  const terminalWatches = new TerminalWatches(watcher, server, watchBar.dir);
+  context.subscriptions.push(terminalWatches, command('rootrank.watchTerminal', () => terminalWatches.watchActive()));
+  // The workspace's failed logs, in a tree view (the server finds and reads them).
+  const failedLogs = new FailedLogsView(server);
+  context.subscriptions.push(failedLogs, command('rootrank.scanWorkspace', async () => {
+    await failedLogs.reveal();
+    await failedLogs.scan();
+  }));
   const sub = await onDidChangePythonEnvironment(() => void server?.restart());
   if (sub) context.subscriptions.push(sub);
+  // Trust granted: the workspace's own rootrank.interpreter now applies (after the prompt on its first use).
+  context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void server?.restart()));
   await server.ready();
 }
 

@@ -80,3 +80,65 @@ export function serverLaunch(interp: Interpreter, strategy: ImportStrategy, bund
   env['ROOTRANK_IMPORT_STRATEGY'] = strategy;
   return { command: interp.command, args: [...interp.args, '-m', 'rootrank', 'lsp'], env };
 }
+
+/** What `WorkspaceConfiguration.inspect('interpreter')` reports (the levels that matter here). */
+export interface InspectedSetting {
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+}
+
+/**
+ * Whether the interpreter in effect comes from the workspace's own settings (`.vscode/settings.json`, a
+ * `.code-workspace` file): a cloned repository could name any program there. A workspace value equal to the
+ * user's own is the user's choice, not the workspace's.
+ */
+export function fromWorkspaceSettings(effective: string[], inspected: InspectedSetting | undefined): boolean {
+  if (!effective.length || !inspected) return false;
+  const same = (value: unknown): boolean => JSON.stringify(value) === JSON.stringify(effective);
+  const workspace = inspected.workspaceFolderValue !== undefined ? inspected.workspaceFolderValue : inspected.workspaceValue;
+  return workspace !== undefined && same(workspace) && !same(inspected.globalValue);
+}
+
+/** The user's own `rootrank.interpreter` (what runs when a workspace's choice is refused). */
+export function userSetting(inspected: InspectedSetting | undefined): string[] {
+  const value = inspected?.globalValue;
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string' && v.trim() !== '').map(v => v.trim()) : [];
+}
+
+/** Per-workspace memory of the user's answers (VS Code's `workspaceState`: the workspace cannot write it). */
+export interface ConsentStore {
+  get(key: string): unknown;
+  update(key: string, value: unknown): PromiseLike<void>;
+}
+
+export const CONSENT_KEY = 'rootrank.workspaceInterpreterConsent';
+
+export type ConsentAnswer = 'allow' | 'deny' | undefined;
+
+function remembered(store: ConsentStore): Record<string, 'allow' | 'deny'> {
+  const raw = store.get(CONSENT_KEY);
+  const out: Record<string, 'allow' | 'deny'> = {};
+  if (raw && typeof raw === 'object' && !Array.isArray(raw)) {
+    for (const [k, v] of Object.entries(raw as Record<string, unknown>)) if (v === 'allow' || v === 'deny') out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * The interpreter to run: the setting's when it is the user's, or the workspace's once the user allowed that
+ * exact command line (asked once per workspace and command line, with `ask`: a modal prompt); else the one
+ * the user's own setting or, without one, the default gives (`fallback`). A dismissed prompt is not remembered: it is asked again next start.
+ */
+export async function consentedInterpreter(setting: Interpreter, fromWorkspace: boolean, fallback: Interpreter,
+  store: ConsentStore, ask: (interp: Interpreter) => PromiseLike<ConsentAnswer>): Promise<Interpreter> {
+  if (setting.source !== 'setting' || !fromWorkspace) return setting;
+  const key = JSON.stringify([setting.command, ...setting.args]);
+  const answers = remembered(store);
+  let answer: ConsentAnswer = answers[key];
+  if (answer === undefined) {
+    answer = await ask(setting);
+    if (answer !== undefined) await store.update(CONSENT_KEY, { ...answers, [key]: answer });
+  }
+  return answer === 'allow' ? setting : fallback;
+}

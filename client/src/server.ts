@@ -3,8 +3,8 @@ import { execFile } from 'node:child_process';
 import * as vscode from 'vscode';
 import { ExecuteCommandRequest, LanguageClient, RevealOutputChannelOn } from 'vscode-languageclient/node';
 import type { LanguageClientOptions, ServerOptions } from 'vscode-languageclient/node';
-import { interpreterProblem, resolveInterpreter, serverLaunch, VERSION_PROBE } from './interpreter';
-import type { Interpreter } from './interpreter';
+import { consentedInterpreter, fromWorkspaceSettings, interpreterProblem, resolveInterpreter, serverLaunch, userSetting, VERSION_PROBE } from './interpreter';
+import type { ConsentAnswer, Interpreter } from './interpreter';
 import { activePythonExecutable } from './python';
 import { documentSelector, readClientSettings, serverPayload, toServerSettings } from './settings';
 import { toDiagnosis } from './types';
@@ -13,6 +13,7 @@ import type { Diagnosis } from './types';
 /** The server's command (client command ids must differ: vscode-languageclient registers this one). */
 export const SERVER_DIAGNOSE = 'rootrank.diagnose';
 export const SERVER_MEASURE = 'rootrank.measure';
+export const SERVER_SCAN_WORKSPACE = 'rootrank.scanLogs';
 
 function probe(interp: Interpreter): Promise<{ error?: string; output?: string }> {
   return new Promise(resolve => {
@@ -27,11 +28,28 @@ function probe(interp: Interpreter): Promise<{ error?: string; output?: string }
   });
 }
 
+/** The modal prompt before the first run of an interpreter named by the workspace's own settings. */
+async function askToRunWorkspaceInterpreter(interp: Interpreter): Promise<ConsentAnswer> {
+  const commandLine = [interp.command, ...interp.args].join(' ');
+  const allow = 'Allow', useDefault = 'Use Default Interpreter';
+  const choice = await vscode.window.showWarningMessage(
+    `This workspace's settings ask rootrank to start its server with ${commandLine}. Run this program?`,
+    {
+      modal: true,
+      detail: '"rootrank.interpreter" is set in this workspace\'s settings (.vscode/settings.json or the .code-workspace file), '
+        + 'which come with the folder, for instance a cloned repository. Allow it only if you trust that program. '
+        + 'The answer is remembered for this workspace and this command line.',
+    },
+    allow, useDefault);
+  return choice === allow ? 'allow' : choice === useDefault ? 'deny' : undefined;
+}
+
 export class RootrankServer implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private starting: Promise<LanguageClient | undefined> | undefined;
   private workspacePython: string | undefined;
   private interpreter: string | undefined;
+  private launch: { command: string; args: string[]; env: Record<string, string> } | undefined;
 
   constructor(private readonly context: vscode.ExtensionContext, readonly channel: vscode.LogOutputChannel) {}
 
@@ -50,7 +68,15 @@ export class RootrankServer implements vscode.Disposable {
     const cfg = this.config();
     const client = readClientSettings(cfg);
     this.workspacePython = await activePythonExecutable(vscode.workspace.workspaceFolders?.[0]?.uri);
-    const interp = resolveInterpreter(client.interpreter, this.workspacePython);
+    const configured = resolveInterpreter(client.interpreter, this.workspacePython);
+    const inspected = cfg.inspect('interpreter');
+    const fallback = resolveInterpreter(userSetting(inspected), this.workspacePython);
+    const fromWorkspace = fromWorkspaceSettings(client.interpreter, inspected);
+    const interp = await consentedInterpreter(configured, fromWorkspace, fallback, this.context.workspaceState,
+      askToRunWorkspaceInterpreter);
+    if (interp !== configured) {
+      this.channel.warn(`not running the interpreter from this workspace's settings (${configured.command}); using ${interp.command}`);
+    }
     const problem = interpreterProblem(interp, await probe(interp));
     if (problem) {
       this.channel.error(problem);
@@ -62,6 +88,7 @@ export class RootrankServer implements vscode.Disposable {
     }
     this.interpreter = interp.command;
     const launch = serverLaunch(interp, client.importStrategy, this.context.asAbsolutePath('bundled'), process.env);
+    this.launch = launch;
     this.channel.info(`starting: ${launch.command} ${launch.args.join(' ')} (interpreter from ${interp.source}, ${client.importStrategy})`);
     const serverOptions: ServerOptions = {
       command: launch.command,
@@ -102,6 +129,15 @@ export class RootrankServer implements vscode.Disposable {
     return lc;
   }
 
+  /**
+   * `python -m rootrank ARGS...` with the server's interpreter and import path (`rootrank watch -` for a
+   * terminal's command); undefined when the server could not start.
+   */
+  async rootrankCommand(args: string[]): Promise<{ command: string; args: string[]; env: Record<string, string> } | undefined> {
+    if (!await this.ready() || !this.launch) return undefined;
+    return { command: this.launch.command, args: [...this.launch.args.slice(0, -1), ...args], env: { ...this.launch.env } };
+  }
+
   /** Pushes changed settings to the running server (no restart needed for these). */
   async pushSettings(): Promise<void> {
     if (!this.client?.isRunning()) return;
@@ -134,6 +170,13 @@ export class RootrankServer implements vscode.Disposable {
     const lc = await this.ready();
     if (!lc) return undefined;
     return lc.sendRequest(ExecuteCommandRequest.type, { command: SERVER_MEASURE, arguments: [options] }, token);
+  }
+
+  /** `rootrank.scanLogs`: the workspace's log files that hold a failure; cancelling `token` stops it. */
+  async scanWorkspace(options: Record<string, unknown>, token?: vscode.CancellationToken): Promise<unknown> {
+    const lc = await this.ready();
+    if (!lc) return undefined;
+    return lc.sendRequest(ExecuteCommandRequest.type, { command: SERVER_SCAN_WORKSPACE, arguments: [options] }, token);
   }
 
   dispose(): void {

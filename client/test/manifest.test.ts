@@ -24,6 +24,7 @@ const settingsSource = readFileSync(join(root, 'client', 'src', 'settings.ts'), 
 test('every contributed command is registered, and none clashes with the server command', () => {
   for (const { command } of manifest.contributes.commands) {
     assert.notEqual(command, 'rootrank.diagnose', 'vscode-languageclient registers the server command itself');
+    assert.notEqual(command, 'rootrank.scanLogs', 'vscode-languageclient registers the server command itself');
     assert.ok(extensionSource.includes(`'${command}'`), `${command} is registered in extension.ts`);
   }
   const declared = new Set(manifest.contributes.commands.map(c => c.command));
@@ -45,4 +46,25 @@ test('installable offline: engines floor matches @types/vscode, no marketplace d
   assert.equal(manifest.extensionDependencies, undefined);
   assert.equal(manifest.main, './client/out/extension.js');
   assert.ok(manifest.repository?.url, 'vsce needs a repository field to package without prompting');
+});
+
+test('a workspace cannot choose the server\'s program in Restricted Mode, nor silently when trusted', () => {
+  const props = manifest.contributes.configuration.properties as Record<string, { scope?: string }>;
+  // Not a machine scope: a remote window (code-server, Remote-SSH) takes machine-scoped values from the remote's
+  // settings, not the user's (seen in the code-server e2e: the User value stopped applying), so users who set it
+  // would silently lose it. The
+  // workspace's value is what needs guarding, and is guarded: restricted in Restricted Mode, asked about when
+  // trusted (server.ts).
+  assert.equal(props['rootrank.interpreter']?.scope, 'resource');
+  const trust = (manifest as unknown as { capabilities?: { untrustedWorkspaces?: {
+    supported: unknown; restrictedConfigurations?: string[]; description?: string; }; }; }).capabilities?.untrustedWorkspaces;
+  assert.equal(trust?.supported, 'limited');
+  assert.ok(trust.description);
+  for (const key of ['rootrank.interpreter', 'rootrank.importStrategy']) {
+    assert.ok(trust.restrictedConfigurations?.includes(key), `${key} is restricted`);
+    assert.ok(key in props, `${key} is contributed`);
+  }
+  const serverSource = readFileSync(join(root, 'client', 'src', 'server.ts'), 'utf8');
+  assert.match(serverSource, /consentedInterpreter\(/, 'the server start asks before a workspace interpreter runs');
+  assert.match(serverSource, /modal: true/);
 });

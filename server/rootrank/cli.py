@@ -94,7 +94,7 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
 
     watch = sub.add_parser("watch", help="run a job (rootrank watch -- CMD ...) or follow its log files, and "
                                          "name the cause or the hung rank while it runs")
-    watch.add_argument("paths", nargs="*", metavar="PATH", help="log files or folders to follow (like tail -F)")
+    watch.add_argument("paths", nargs="*", metavar="PATH", help="log files or folders to follow (like tail -F); - reads the job's output from stdin")
     watch.add_argument("--stall", type=float, metavar="SECONDS",
                        help="flag a stall after this long without progress (default: 5x the usual interval, "
                             "at least 60 s)")
@@ -105,6 +105,8 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
                        help="following files: the job's launcher pid, for stacks (default: the ranks found here)")
     watch.add_argument("--echo", action="store_true", help="following files: print what they gain")
     watch.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    watch.add_argument("--label", metavar="TEXT", help="reading stdin: the command whose output it is (shown in "
+                                                       "the editor's status bar)")
     watch.set_defaults(run=_run_watch, job=_after_dashes(argv))
 
     lsp = sub.add_parser("lsp", help="start the language server on stdio")
@@ -280,10 +282,11 @@ def _run_scan(args: argparse.Namespace) -> int:
             progress.close()
     summary = summarize_fleet(list(result.rows))
     if args.html:
+        from rootrank import atomic
         from rootrank.fleet.html import render_html
 
-        try:
-            Path(args.html).write_text(render_html(result.rows, summary), encoding="utf-8")
+        try:  # whole or not at all: a report cut by a full disk would read as a finished one
+            atomic.write_new(args.html, render_html(result.rows, summary).encode("utf-8"))
         except OSError as exc:
             print(f"rootrank: {args.html}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_ERROR

@@ -141,6 +141,17 @@ class Collateral:
 
 
 @dataclass(frozen=True, slots=True)
+class CollateralRanges:
+    """Every collateral rank that suffered one entry, compact: `ranks` as people write them (0-2,4-7)."""
+
+    rule: str
+    title: str
+    ranks: str
+    count: int
+    line: int  # the first line that showed it
+
+
+@dataclass(frozen=True, slots=True)
 class FindingSummary:
     """One entry seen in the log, aggregated over its occurrences."""
 
@@ -180,6 +191,10 @@ class Diagnosis:
     undecided: str = ""  # when the evidence does not decide the rank, why
     hypotheses: tuple[Hypothesis, ...] = ()  # when it does not decide: the readings it leaves open
     tell_apart: str = ""  # one read-only command that decides between the hypotheses
+    # `collateral` lists the first ranks (at most diagnose/report.MAX_COLLATERAL_LISTED, lowest first);
+    # these cover all of them, grouped by entry, and `collateral_count` says how many there are.
+    collateral_ranges: tuple[CollateralRanges, ...] = ()
+    collateral_count: int = 0
 
     @property
     def failed(self) -> bool:

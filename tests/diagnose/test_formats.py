@@ -81,9 +81,30 @@ def test_find_time_in_messages() -> None:
         ("run/attempt_0/3/stderr.log", (None, 3, None)),
         ("logs/rank3.log", (3, None, None)),
         ("logs/node-05/rank_12.txt", (12, None, "node-05")),
-        ("out/train_7.out", (7, None, None)),
         ("slurm-123456.out", (None, None, None)),
         ("corpus/dist.rank-sigkill--rank1-oom/log.txt", (None, None, None)),
+        # The name says rank: a rank.
+        ("logs/rank38.log", (38, None, None)),
+        ("logs/rank-38.log", (38, None, None)),
+        ("logs/train.rank38.log", (38, None, None)),
+        ("logs/log_rank_3.txt", (3, None, None)),
+        ("logs/RANK_3.err", (3, None, None)),
+        ("logs/worker_38.log", (38, None, None)),
+        ("logs/train.worker-5.out", (5, None, None)),
+        ("logs/local_rank_2.log", (None, 2, None)),
+        ("logs/node3_rank5.log", (5, None, "node3")),
+        ("logs/node-3.log", (None, None, "node-3")),  # a node index is a host, not a rank
+        # A bare number is a job, array task, epoch, seed or date: no rank.
+        ("runs/job-0038.log", (None, None, None)),
+        ("runs/job_38.log", (None, None, None)),
+        ("out/train_7.out", (None, None, None)),
+        ("slurm-123456_7.out", (None, None, None)),  # %A_%a
+        ("logs/train-4000123-7.out", (None, None, None)),  # %x-%j-%t cannot be told from %x-%A-%a
+        ("logs/myjob.4000123.err", (None, None, None)),  # %x.%j
+        ("logs/epoch_3.log", (None, None, None)),
+        ("logs/run-20240101.log", (None, None, None)),
+        ("logs/seed-42.txt", (None, None, None)),
+        ("logs/ranking-3.log", (None, None, None)),
     ],
 )
 def test_ranks_from_path(path: str, expected: tuple[int | None, int | None, str | None]) -> None:
@@ -114,3 +135,33 @@ def test_markdown_quoted_paste() -> None:
     assert "markdown-quote" in chosen
     assert peel(lines[0], chosen).rank == 1
     assert peel("> not a quote", frozenset()).text == "> not a quote"
+
+
+def test_indented_code_block_paste_only_when_every_line_is_indented() -> None:
+    pasted = ["    [rank1]: Traceback (most recent call last):", "    [rank1]:   File \"train.py\", line 3, in <module>",
+              "    [rank1]: ValueError: bad sample", "    E1202 06:42:45.393000 28185 torch/x.py:1002] failed"]
+    dialect = Dialect()
+    for line in pasted * 2:
+        dialect.observe(line)
+    chosen = dialect.decide()
+    assert "markdown-indent" in chosen
+    assert peel(pasted[2], chosen).rank == 1
+    # A traceback indents many of its lines by itself: that is not a pasted code block.
+    traceback = ["Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+                 "    main()", '  File "train.py", line 2, in main', "    raise ValueError('x')", "ValueError: x"]
+    plain = Dialect()
+    for line in traceback * 3:
+        plain.observe(line)
+    assert "markdown-indent" not in plain.decide()
+
+
+def test_container_name_prefix_only_when_the_source_uses_it() -> None:
+    lines = [f"trainer-1  | [rank{r}]: step 1" for r in range(2)] * 3
+    dialect = Dialect()
+    for line in lines:
+        dialect.observe(line)
+    chosen = dialect.decide()
+    assert "container-name" in chosen
+    peeled = peel("trainer-1  | [rank3]: ValueError: x", chosen)
+    assert (peeled.host, peeled.rank, peeled.text) == ("trainer-1", 3, "ValueError: x")
+    assert peel("trainer-1 | x").host is None

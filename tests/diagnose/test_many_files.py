@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent("""
     d = diagnosis_to_json(diagnose_paths([sys.argv[1]]))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"rank": d["root_cause"]["rank"], "rule": d["root_cause"]["rule"],
-                      "sources": len(d["sources"]), "collateral": len(d["collateral"]), "rss_kib": rss}))
+                      "sources": len(d["sources"]), "collateral": d["collateral_count"], "rss_kib": rss}))
 """)
 
 

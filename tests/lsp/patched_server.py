@@ -28,10 +28,10 @@ if os.environ.get("ROOTRANK_TEST_ENGINE_CRASH"):
 
     _original_check = rootrank.check.check_source
 
-    def _check_source(source: str, path: str, options: Any = None) -> list:
+    def _check_source(source: str, path: str, options: Any = None, cancelled: Any = None) -> list:
         if options is None or len(options.select) != 1:
             raise RuntimeError("boom: the whole check run")
-        return _original_check(source, path, options)
+        return _original_check(source, path, options, cancelled)
 
     rootrank.check.check_source = _check_source  # type: ignore[assignment]
 

@@ -213,6 +213,22 @@ def test_torch_notes(torch: str | None, mode: str, passed: bool, call: str, expe
     assert expected in torch_note(mode, env, passed, call)
 
 
+@pytest.mark.parametrize(("torch", "curried", "expected"), [
+    ("2.13.0", False, "prints `UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed"),
+    ("2.14.1", False, "(2.14.1)"),  # the 2.14 row's source: the hover says which version it describes
+    ("2.15.0", False, "outside the torch versions read (torch >=2.13,<2.15)"),
+    ("2.13.0", True, "there is no curried form: `checkpoint(...)` without a function raises `TypeError: checkpoint() "
+                     "missing 1 required positional argument: 'function'`"),
+    ("2.14.1", True, "the curried form returns a decorator"),
+])
+def test_torch_note_reads_the_torch_facts(torch: str, curried: bool, expected: str):
+    from rootrank.check.explain_call import torch_note
+    from rootrank.environment import Environment
+
+    env = Environment("site-packages", {"torch": torch})
+    assert expected in torch_note("reentrant", env, False, "checkpoint", curried)
+
+
 @pytest.mark.parametrize(("transformers", "expected"), [
     ("4.57.6", "transformers passes `use_reentrant` explicitly"),
     ("4.37.2", "transformers before 4.38"),

@@ -38,6 +38,38 @@ def enable(model: torch.nn.Module, **kwargs: object) -> list[str]:
     return [f"{w.category.__name__}: {w.message}" for w in caught]
 
 
+def raised(run: object) -> str | None:
+    """The message of the TypeError/ValueError `run()` raised; None when it ran."""
+    assert callable(run)
+    try:
+        run()
+    except (TypeError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def old_kwargs_field() -> dict[str, object]:
+    """What the Trainer would read after the old kwargs field is changed once the arguments exist, the way
+    TRL's SFTTrainer forces `use_reentrant=True` for PEFT + ZeRO-3 (trl/trainer/sft_trainer.py:887-895,
+    1.16.0): a fresh dict when none was given, else a change inside the given one."""
+    import tempfile
+
+    read = "activation_checkpointing_kwargs" if "activation_checkpointing_kwargs" in \
+        TrainingArguments.__dataclass_fields__ else "gradient_checkpointing_kwargs"
+    seen: dict[str, object] = {}
+    for case, given in (("unset", None), ("set", {"use_reentrant": False})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            args = TrainingArguments(output_dir=tempfile.mkdtemp(), gradient_checkpointing=True,
+                                     gradient_checkpointing_kwargs=given, use_cpu=True, report_to=[])
+        if args.gradient_checkpointing_kwargs:
+            args.gradient_checkpointing_kwargs["use_reentrant"] = True
+        else:
+            args.gradient_checkpointing_kwargs = {"use_reentrant": True}
+        seen[case] = getattr(args, read)
+    return seen
+
+
 def main() -> None:
     out: dict[str, object] = {"transformers": transformers.__version__, "torch": torch.__version__}
 
@@ -81,6 +113,8 @@ def main() -> None:
     except ValueError as exc:
         out["unsupported_message"] = str(exc)
 
+    out["old_kwargs_field"] = old_kwargs_field()
+
     from torch.utils.checkpoint import checkpoint
 
     x = torch.ones(2, 2, requires_grad=True)
@@ -93,6 +127,9 @@ def main() -> None:
         out["torch_reentrant_kwargs"] = None
     except ValueError as exc:
         out["torch_reentrant_kwargs"] = str(exc)
+    out["torch_respect_saved_tensors_hooks"] = raised(
+        lambda: checkpoint(torch.sin, x, use_reentrant=True, respect_saved_tensors_hooks=True))
+    out["torch_curried"] = raised(lambda: checkpoint(use_reentrant=False)(torch.sin)(x))
     try:
         from peft import prepare_model_for_kbit_training
     except ImportError:

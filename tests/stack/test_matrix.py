@@ -137,6 +137,44 @@ def test_torch_reentrant_kwargs(column: str) -> None:
 
 
 @pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_torch_respect_saved_tensors_hooks(column: str) -> None:
+    seen, versions = observe(column)
+    own = value("torch.respect-saved-tensors-hooks", versions)
+    # Not checkpoint's own keyword: the reentrant checkpoint rejects it as the function's keyword.
+    expected = "ValueError: Unexpected keyword arguments: respect_saved_tensors_hooks" if own is None \
+        else f"ValueError: {own}"
+    assert seen["torch_respect_saved_tensors_hooks"] == expected
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_torch_curried_checkpoint(column: str) -> None:
+    seen, versions = observe(column)
+    curried = value("torch.curried-checkpoint", versions)
+    assert seen["torch_curried"] == (None if curried is True else f"TypeError: {curried}")
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_old_kwargs_field(column: str) -> None:
+    """Where the old field is only a mirror, a dict assigned to it later (TRL's PEFT + ZeRO-3 forcing when the
+    user gave no kwargs) never reaches the field the Trainer reads; a change inside given kwargs does."""
+    seen, versions = observe(column)
+    forced = {"use_reentrant": True}
+    lost = value("transformers.old-kwargs-field", versions) == "mirror"
+    assert seen["old_kwargs_field"] == {"unset": None if lost else forced, "set": forced}
+
+
+def test_torch_214_facts_are_the_recorded_source_text() -> None:
+    """torch 2.14 is not installed in the test environment: its rows state what its
+    torch/utils/checkpoint.py says (read in the 2.14.1 wheel); the check reads them, so they are pinned here."""
+    on_214 = {"torch": "2.14.1"}
+    assert value("torch.curried-checkpoint", on_214) is True
+    assert value("torch.respect-saved-tensors-hooks", on_214) == (
+        "Passing `context_fn`, `debug`, or `respect_saved_tensors_hooks` is only supported when use_reentrant=False.")
+    assert value("torch.missing-use-reentrant", on_214) == value("torch.missing-use-reentrant", {"torch": "2.13.0"})
+    assert not facts.answer("torch.missing-use-reentrant", {"torch": "2.15.0"}).known, "2.15 was not read"
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
 def test_peft_kbit_empty_kwargs(column: str) -> None:
     require_module("peft")
     seen, versions = observe(column)
@@ -183,3 +221,48 @@ def test_lora_trainer_run_and_check_agree(column: str, tmp_path: Path) -> None:
     rerun = _run(python, script, tmp_path)
     assert rerun.returncode == 0 and rerun.stdout.rstrip().endswith("done"), rerun.stderr[-3000:]
     assert not [f for f in json.loads(_check(python, str(script)).stdout)["findings"] if f["severity"] == "error"]
+
+
+NEW_NAMES = sorted((REPO / "tests" / "fixtures" / "logs").glob("checkpoint.api-too-new--*-transformers4576/train.py"))
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+@pytest.mark.parametrize("script", NEW_NAMES, ids=lambda p: p.parent.name)
+def test_new_names_run_and_check_agree(column: str, script: Path, tmp_path: Path) -> None:
+    """Code written with the `activation_checkpointing*` names really fails where the facts say the names are
+    missing (with the message the entry matches), and `rootrank check --python` reports it there only."""
+    require_module("peft")
+    _, versions = observe(column)
+    python = interpreter(column)
+    copy = tmp_path / "train.py"
+    shutil.copy(script, copy)
+    run = _run(python, copy, tmp_path)
+    findings = json.loads(_check(python, str(copy)).stdout)["findings"]
+    too_new = [f for f in findings if f["rule"] == "checkpoint.api-too-new"]
+    if value("transformers.activation-checkpointing-names", versions):
+        assert run.returncode == 0 and run.stdout.rstrip().endswith("done"), run.stderr[-3000:]
+        assert not too_new, too_new
+        return
+    assert run.returncode != 0
+    root = diagnose_text(run.stdout + run.stderr).root_cause
+    assert root is not None and root.rule == "checkpoint.api-too-new", run.stderr[-3000:]
+    assert too_new and all(f["severity"] == "error" for f in too_new)
+    assert {tuple(f["assumes"]) for f in too_new} == {(f"transformers {versions['transformers']}",)}
+
+
+CURRIED = REPO / "tests" / "fixtures" / "logs" / "checkpoint.api-too-new--curried-checkpoint-torch213" / "train.py"
+
+
+def test_curried_checkpoint_run_and_check_agree(tmp_path: Path) -> None:
+    """The curried form really fails where the facts say torch lacks it, and only there is it reported."""
+    _, versions = observe("newest")
+    python = interpreter("newest")
+    copy = tmp_path / "train.py"
+    shutil.copy(CURRIED, copy)
+    run = _run(python, copy, tmp_path)
+    too_new = [f for f in json.loads(_check(python, str(copy)).stdout)["findings"] if f["rule"] == "checkpoint.api-too-new"]
+    if value("torch.curried-checkpoint", versions) is True:
+        assert run.returncode == 0 and not too_new, (run.stderr[-3000:], too_new)
+        return
+    assert run.returncode != 0 and f"TypeError: {value('torch.curried-checkpoint', versions)}" in run.stderr
+    assert [f["assumes"] for f in too_new] == [[f"torch {versions['torch']}"]]

@@ -2,8 +2,8 @@
 // Run by run-e2e.sh, which installs everything, builds the .vsix and starts code-server.
 // Env: CS_URL (workbench URL with ?folder=), OUT (screenshots folder), CHROMIUM (browser binary).
 // Prints one line per check and a closing line "vscode-e2e: N passed, M failed"; exits 1 on any failure.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const URL = process.env.CS_URL;
@@ -300,6 +300,39 @@ await check('watch-status-bar', async () => {
   await runCommand('Terminal: Kill the Active Terminal Instance');
 });
 
+// 9d. rootrank: Watch Terminal: attach to a command already running in the terminal (shell integration);
+//     the failure it prints while it still runs gives the status bar item and a notification
+await check('watch-terminal', async () => {
+  await runCommand('Terminal: Create New Terminal');
+  await page.waitForTimeout(2500);  // the shell starts and shell integration reports in
+  await page.locator('.terminal-wrapper .xterm').last().click();
+  await page.keyboard.type('python3 fails_later.py');
+  await page.keyboard.press('Enter');
+  await page.waitForTimeout(1500);  // it runs: attach now, mid-run
+  await runCommand('rootrank: Watch Terminal');
+  const toast = page.locator('.notification-toast', { hasText: /rootrank: failed: rank 2/ });
+  await toast.waitFor({ timeout: 40000 });
+  await page.locator('.statusbar-item', { hasText: /rootrank: failed: rank 2/ }).first().waitFor({ timeout: 10000 });
+  await shot('8d-watch-terminal-failed');
+  await runCommand('Terminal: Focus Terminal');
+  await page.keyboard.press('Control+C');
+  await runCommand('Terminal: Kill the Active Terminal Instance');
+});
+
+// 9e. the workspace's failed logs in a tree view (the server scans them); a click opens the report
+await check('failed-logs-view', async () => {
+  await runCommand('rootrank: Scan Workspace for Failed Logs');
+  // the row of this view (the explorer's own file list has the file too)
+  const pane = page.locator('.pane', { has: page.locator('.pane-header', { hasText: 'Failed Logs' }) });
+  const row = pane.locator('.monaco-list-row', { hasText: 'slurm-4000123.out' });
+  await row.first().waitFor({ timeout: 60000 });
+  const text = await row.first().innerText();
+  if (!text.includes('A node of the Slurm allocation failed')) throw new Error(`no root cause beside the file: ${text}`);
+  await shot('8e-failed-logs-view');
+  await row.first().click();
+  await report().locator('.origin', { hasText: /slurm-4000123\.out/ }).waitFor({ timeout: 20000 });
+});
+
 // 10. Diagnose a log file from the explorer's context menu
 await check('explorer-diagnose-file', async () => {
   await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'crash.log' }).first().click({ button: 'right' });
@@ -410,6 +443,62 @@ await check('try-sample-failure', async () => {
   await page.locator('.tabs-container .tab', { hasText: 'hf-trainer-2-ranks-killed-during-checkpoint-save.log' }).first()
     .waitFor({ timeout: 5000 });
   await shot('10b-sample-failure');
+});
+
+// 11d. an interpreter named by the workspace's own settings (a cloned repository's .vscode/settings.json) runs
+// only after a modal prompt; the answer is kept for the workspace; refused, the user's own interpreter runs
+await check('workspace-interpreter-asks-first', async () => {
+  const wsSettings = join(process.env.WS, '.vscode', 'settings.json');
+  const before = existsSync(wsSettings) ? readFileSync(wsSettings, 'utf8') : undefined;
+  const serverLog = () => readdirSync(process.env.LOGS_DIR, { recursive: true }).filter(f => String(f).endsWith('rootrank.log'))
+    .map(f => readFileSync(join(process.env.LOGS_DIR, String(f)), 'utf8')).join('\n');
+  const starts = (commandLine) => serverLog().split('\n').filter(l => l.includes(`starting: ${commandLine} -m rootrank lsp`)).length;
+  async function waitFor(what, predicate, timeout = 60000) {
+    const deadline = Date.now() + timeout;
+    while (!predicate()) {
+      if (Date.now() > deadline) throw new Error('timed out waiting for ' + what);
+      await page.waitForTimeout(500);
+    }
+  }
+  const prompt = page.locator('.monaco-dialog-box', { hasText: "This workspace's settings ask rootrank" });
+  const setWorkspaceInterpreter = (value) => {
+    mkdirSync(dirname(wsSettings), { recursive: true });
+    writeFileSync(wsSettings, JSON.stringify({ ...(before ? JSON.parse(before) : {}), 'rootrank.interpreter': value }, null, 2));
+  };
+  try {
+    const mine = `${process.env.RR_PY} -X utf8`;
+    setWorkspaceInterpreter([process.env.RR_PY, '-X', 'utf8']);
+    await reloadWindow();
+    await openFile('train.py');  // activates the extension
+    await prompt.waitFor({ timeout: 60000 });
+    if (starts(mine)) throw new Error('the workspace interpreter ran before the prompt was answered');
+    await shot('11d-workspace-interpreter-prompt');
+    await prompt.locator('.monaco-button', { hasText: /^Allow$/ }).click();
+    await waitFor('the allowed interpreter to start the server', () => starts(mine) === 1);
+    // remembered: no prompt after a reload, the same interpreter runs again
+    await reloadWindow();
+    await openFile('train.py');
+    await waitFor('the server to start again without asking', () => starts(mine) === 2);
+    if (await prompt.count()) throw new Error('asked again after Allow');
+    // another command line from the workspace, refused: the user's interpreter runs, never the workspace's
+    const evil = '/nonexistent/evil/python';
+    setWorkspaceInterpreter([evil]);
+    const userStarts = starts(process.env.RR_PY);
+    await reloadWindow();
+    await openFile('train.py');
+    await prompt.waitFor({ timeout: 60000 });
+    await prompt.locator('.monaco-button', { hasText: 'Use Default Interpreter' }).click();
+    await waitFor('the user\'s interpreter to start the server', () => starts(process.env.RR_PY) > userStarts);
+    if (!serverLog().includes(`not running the interpreter from this workspace's settings (${evil})`)) {
+      throw new Error('the refusal is not in the log');
+    }
+    if (await page.locator('.notification-toast', { hasText: 'rootrank could not run' }).count()) {
+      throw new Error('the refused interpreter was tried');
+    }
+  } finally {
+    if (before === undefined) rmSync(wsSettings, { force: true }); else writeFileSync(wsSettings, before);
+    await reloadWindow().catch(() => {});
+  }
 });
 
 // 12. the extension's log (client + server): the settings it sent were understood, nothing crashed

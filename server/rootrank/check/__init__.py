@@ -2,7 +2,9 @@
 
 `check_source(source, path, options)` is the whole engine call: it picks the config checks or the
 Python pass by file name, applies select/ignore and `# noqa`, and returns sorted findings. It never
-raises on bad input: a file that cannot be parsed gives one `syntax-error` finding.
+raises on bad input: a file that cannot be parsed gives one `syntax-error` finding, and one too large to
+parse or whose YAML aliases expand too far one `file-skipped` finding (the bounds are in check/bounds.py).
+With `cancelled`, a callable polled as the work goes, it raises CheckCancelledError once that says so.
 """
 
 from __future__ import annotations
@@ -11,13 +13,24 @@ import logging
 import re
 
 from rootrank.check import rules as _rules  # noqa: F401  (registers every rule)
+from rootrank.check.bounds import (
+    MAX_FINDINGS_PER_FILE,
+    MAX_PARSE_CHARS,
+    SKIPPED,
+    Cancelled,
+    CheckCancelledError,
+    over_parse_cap,
+    skipped,
+    stop_if,
+)
+from rootrank.check.noqa import Text, comments_at, language_of, silenced
 from rootrank.check.options import CheckOptions
 from rootrank.check.registry import RULES
 from rootrank.check.source import MENTIONS_CHECKPOINTING, Locator
 from rootrank.check.walker import collect, run_rules
 from rootrank.model import Finding, Severity
 
-__all__ = ["SYNTAX_ERROR", "CheckOptions", "check_source", "filter_findings", "fix_source", "is_config",
+__all__ = ["MAX_PARSE_CHARS", "SKIPPED", "SYNTAX_ERROR", "CheckCancelledError", "CheckOptions", "check_source", "filter_findings", "fix_source", "is_config",
            "is_notebook", "severity_of"]
 
 LOG = logging.getLogger(__name__)
@@ -25,7 +38,6 @@ LOG = logging.getLogger(__name__)
 SYNTAX_ERROR = "syntax-error"
 CONFIG_SUFFIXES = (".json", ".yaml", ".yml", ".sh")
 NOTEBOOK_SUFFIX = ".ipynb"
-_NOQA = re.compile(r"#\s*noqa(?::[ \t]*(?P<ids>[\w.\-]+(?:[ \t]*,[ \t]*[\w.\-]+)*))?", re.I)
 
 
 def is_config(path: str) -> bool:
@@ -36,7 +48,7 @@ def is_notebook(path: str) -> bool:
     return path.lower().endswith(NOTEBOOK_SUFFIX)
 
 
-def _check_notebook(source: str, path: str, options: CheckOptions) -> list[Finding]:
+def _check_notebook(source: str, path: str, options: CheckOptions, cancelled: Cancelled | None) -> list[Finding]:
     """The notebook's code cells as one module; findings (and fixes) in (cell, line) positions. A cell
     that does not parse is reported and left out, and the other cells are still checked (a notebook is
     often saved with one broken cell)."""
@@ -47,14 +59,19 @@ def _check_notebook(source: str, path: str, options: CheckOptions) -> list[Findi
     except NotebookError as problem:
         return [Finding(SYNTAX_ERROR, Severity.ERROR, path, 1, 1, 1, 1, f"cannot read: {problem}")]
     broken: list[Finding] = []
-    skipped: set[int] = set()
+    left_out: set[int] = set()
     for _ in range(len(data["cells"]) + 1):
-        module = notebook_module(data, skip=skipped)
+        module = notebook_module(data, skip=left_out)
         if not MENTIONS_CHECKPOINTING.search(module.text):
             return broken
+        too_large = over_parse_cap(module.text, "code cells")
+        if too_large is not None:
+            return [skipped(path, too_large)]
         locator = Locator(module.text)
         try:
-            findings = _check_python(module.text, path, locator, options)
+            findings = _check_python(module.text, path, locator, options, cancelled)
+        except CheckCancelledError:
+            raise
         except Exception:
             LOG.exception("rootrank: checking %s failed; no findings for it", path)
             return []
@@ -63,67 +80,132 @@ def _check_notebook(source: str, path: str, options: CheckOptions) -> list[Findi
         if unparsed is None or where is None:
             return [*broken, *to_cells(module, filter_findings(findings, locator, options))]
         broken.extend(to_cells(module, [unparsed]))
-        skipped.add(where[0])
+        left_out.add(where[0])
     return []
 
 
-def check_source(source: str, path: str, options: CheckOptions | None = None) -> list[Finding]:
-    """Findings for one file's text; pure, and never raises on bad input."""
+def check_source(source: str, path: str, options: CheckOptions | None = None,
+                 cancelled: Cancelled | None = None) -> list[Finding]:
+    """Findings for one file's text; pure, and never raises on bad input (only CheckCancelledError, when
+    `cancelled()` turns true while it works)."""
     options = options or CheckOptions()
     if not MENTIONS_CHECKPOINTING.search(source):
         return []
+    stop_if(cancelled)
     if is_notebook(path):
-        return _check_notebook(source, path, options)
+        # The notebook's JSON is read whole (outputs make notebooks large); its code cells are capped.
+        return _capped(_check_notebook(source, path, options, cancelled), path)
+    too_large = over_parse_cap(source, "YAML/JSON" if is_config(path) else "Python")
+    if too_large is not None:
+        return [skipped(path, too_large)]
     locator = Locator(source)
     try:
         if is_config(path):
             from rootrank.check.configs import check_config
 
-            findings = check_config(source, path, locator, dict(options.versions))
+            findings = check_config(source, path, locator, dict(options.versions), cancelled=cancelled)
         else:
-            findings = _check_python(source, path, locator, options)
+            findings = _check_python(source, path, locator, options, cancelled)
+    except CheckCancelledError:
+        raise
     except Exception:  # a bug of ours must not take the editor or the CLI down with it
         LOG.exception("rootrank: checking %s failed; no findings for it", path)
         return []
-    return filter_findings(findings, locator, options)
+    return _capped(filter_findings(findings, locator, options, path), path)
 
 
+def _capped(findings: list[Finding], path: str) -> list[Finding]:
+    if len(findings) <= MAX_FINDINGS_PER_FILE:
+        return findings
+    LOG.warning("rootrank: %s has %d findings; the first %d are kept", path, len(findings), MAX_FINDINGS_PER_FILE)
+    return findings[:MAX_FINDINGS_PER_FILE]
+
+
+_MAY_SILENCE = re.compile("noqa", re.I)
 MAX_FIX_PASSES = 10  # as ruff: re-check after each pass, since overlapping fixes wait for the next one
 
 
 def fix_source(source: str, path: str, options: CheckOptions | None = None,
                unsafe: bool = False) -> tuple[str, int]:
     """The text after `--fix` (safe fixes; `unsafe` adds the unsafe ones), re-checked after each pass until
-    nothing changes, and how many findings were fixed. Notebooks are fixed cell by cell."""
+    nothing changes, and how many findings were fixed. Notebooks are fixed cell by cell. Python that
+    compiled before compiles after: a pass whose result does not is cut down to the fixes that each
+    compile, and dropped when even those together do not."""
     from rootrank.check.fixes import apply_fixes, choose
 
-    count = 0
-    for _ in range(MAX_FIX_PASSES):
-        findings = check_source(source, path, options)
+    def apply(text: str, findings: list[Finding]) -> str:
         if is_notebook(path):
             from rootrank.check.notebook import apply_to_cells
 
-            fixed = apply_to_cells(source, findings, lambda cell, found: apply_fixes(cell, found, unsafe=unsafe))
-        else:
-            fixed = apply_fixes(source, findings, unsafe=unsafe)
+            return apply_to_cells(text, findings, lambda cell, found: apply_fixes(cell, found, unsafe=unsafe))
+        return apply_fixes(text, findings, unsafe=unsafe)
+
+    count = 0
+    original = source
+    for _ in range(MAX_FIX_PASSES):
+        findings = [f for f in check_source(source, path, options) if choose(f, unsafe) is not None]
+        fixed = apply(source, findings)
+        if fixed != source and not _compiles(fixed, path) and _compiles(source, path):
+            findings = [f for f in findings if _compiles(apply(source, [f]), path)]
+            fixed = apply(source, findings)
+            if not _compiles(fixed, path):
+                break
         if fixed == source:
             break
-        count += sum(1 for f in findings if choose(f, unsafe) is not None)
+        count += len(findings)
         source = fixed
-    return source, count
+    return _keep_line_endings(original, source), count
 
 
-def filter_findings(findings: list[Finding], locator: Locator, options: CheckOptions) -> list[Finding]:
-    """Apply select/ignore and `# noqa` to one file's findings, and sort them."""
-    findings = [f for f in findings if f.rule == SYNTAX_ERROR or options.enabled(f.rule)]
-    if options.noqa:
-        findings = [f for f in findings if not _silenced(f, locator)]
+def _compiles(text: str, path: str) -> bool:
+    """Whether Python (or a notebook's code cells, as one module) compiles: `ast.parse` alone lets
+    through what the compiler refuses (`yield` outside a function, `return` at module level). A config
+    must parse: each of its fixes is proven alone (check/configs), and this holds them together."""
+    if is_config(path):
+        from rootrank.check.configs import parses
+
+        return parses(text, path)
+    if is_notebook(path):
+        from rootrank.check.notebook import NotebookError, notebook_module, parse_notebook
+
+        try:
+            text = notebook_module(parse_notebook(text)).text
+        except NotebookError:
+            return False
+    try:
+        compile(text, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _keep_line_endings(original: str, fixed: str) -> str:
+    """A file written with CRLF throughout stays so: a fix's (or a notebook's re-dumped) plain newlines
+    become CRLF too."""
+    if fixed == original or "\r\n" not in original or original.count("\n") != original.count("\r\n"):
+        return fixed
+    return re.sub(r"(?<!\r)\n", "\r\n", fixed)
+
+
+def filter_findings(findings: list[Finding], locator: Locator, options: CheckOptions,
+                    path: str = "") -> list[Finding]:
+    """Apply select/ignore and `# noqa` to one file's findings, and sort them. `path` says how the file's
+    comments are written (check/noqa.language_of; Python when not given)."""
+    findings = [f for f in findings if f.rule in (SYNTAX_ERROR, SKIPPED) or options.enabled(f.rule)]
+    language = language_of(path) if path else "python"
+    # No "noqa" anywhere (a search in C): nothing can be silenced, and no comment need be read.
+    if options.noqa and findings and language is not None and _MAY_SILENCE.search(locator.source):
+        text = Text(locator.line_text, len(locator.starts), lambda: locator.source)
+        findings = [f for f in findings
+                    # a skipped file was not read: a `# noqa` on its first line does not stand for it
+                    if f.rule == SKIPPED or not silenced(f.rule, f.line, comments_at(text, language, f.line, f.column))]
     return sorted(findings, key=lambda f: (f.line, f.column, f.rule))
 
 
-def _check_python(source: str, path: str, locator: Locator, options: CheckOptions) -> list[Finding]:
+def _check_python(source: str, path: str, locator: Locator, options: CheckOptions,
+                  cancelled: Cancelled | None = None) -> list[Finding]:
     try:
-        semantic = collect(source, path, locator, dict(options.versions))
+        semantic = collect(source, path, locator, dict(options.versions), cancelled)
     except SyntaxError as error:
         line = error.lineno or 1
         column = max(error.offset or 1, 1)
@@ -133,8 +215,9 @@ def _check_python(source: str, path: str, locator: Locator, options: CheckOption
         # Deeply nested expressions overflow the parser; null bytes raise ValueError.
         reason = "too deeply nested" if isinstance(error, RecursionError) else str(error) or type(error).__name__
         return [Finding(SYNTAX_ERROR, Severity.ERROR, path, 1, 1, 1, 1, f"cannot parse: {reason}")]
+    stop_if(cancelled)
     selected = [rule_id for rule_id in sorted(RULES) if options.enabled(rule_id)]
-    return run_rules(semantic, selected, {rule_id: severity_of(rule_id) for rule_id in selected})
+    return run_rules(semantic, selected, {rule_id: severity_of(rule_id) for rule_id in selected}, cancelled)
 
 
 def severity_of(rule_id: str, default: Severity | None = None) -> Severity:
@@ -152,15 +235,3 @@ def severity_of(rule_id: str, default: Severity | None = None) -> Severity:
         return default
     rule = RULES.get(rule_id)
     return rule.default_severity if rule else Severity.WARNING
-
-
-def _silenced(finding: Finding, locator: Locator) -> bool:
-    match = _NOQA.search(locator.line_text(finding.line))
-    if match is None:
-        return False
-    ids = match.group("ids")
-    if not ids:
-        return True
-    from rootrank.check.options import matches
-
-    return any(matches(finding.rule, i) for i in re.split(r"[ \t]*,[ \t]*", ids))

@@ -2,7 +2,9 @@
 
 `add_arguments` and `run` are what the top-level CLI wires to `rootrank check`. Output formats are a
 seam: each is one function `(results) -> str` in `FORMATS` (text like a linter, JSON with schema
-`rootrank.check/1`, SARIF 2.1.0). Exit codes: 0 clean, 1 findings, 2 bad usage or unreadable input.
+`rootrank.check/1`, SARIF 2.1.0). Exit codes: 0 clean, 1 findings, 2 bad usage or unreadable input,
+including a file that was skipped rather than parsed (over the parse cap, or a YAML alias bomb: one line
+each on stderr, see check/bounds.py; the other files are still checked and reported).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rootrank import __version__
-from rootrank.check import CONFIG_SUFFIXES, NOTEBOOK_SUFFIX, CheckOptions, check_source, fix_source
+from rootrank.check import CONFIG_SUFFIXES, NOTEBOOK_SUFFIX, SKIPPED, CheckOptions, check_source, fix_source
 from rootrank.check.fixes import ordered_fixes, preferred
 from rootrank.check.options import matches
 from rootrank.environment import Environment, NoEnvironmentError, find_environment, roots_above
@@ -81,9 +83,10 @@ def run(args: argparse.Namespace) -> int:
     except InputError as error:
         print(f"rootrank: {error}", file=sys.stderr)
         return EXIT_ERROR
+    config_options = _config_options(paths)
     for path in paths:
         name = (args.stdin_filename or "-") if path == "-" else path
-        file_options = environments.options(options, "." if path == "-" else path)
+        file_options = config_options(name, environments.options(options, "." if path == "-" else path))
         try:
             source = read_source(path)
             if fix and path != "-":
@@ -93,7 +96,11 @@ def run(args: argparse.Namespace) -> int:
             results.errors.append(str(error))
             continue
         sources[name] = source
-        results.findings.extend(check_source(source, name, file_options))
+        for finding in check_source(source, name, file_options):
+            if finding.rule == SKIPPED:  # not a finding in the code: the file could not be checked
+                results.errors.append(f"{name}: {finding.message}")
+            else:
+                results.findings.append(finding)
     results.findings.extend(_cross_file(sources, options))
     order = {name: i for i, name in enumerate(sources)}
     results.findings.sort(key=lambda f: (order.get(f.path, len(order)), f.line, f.column, f.rule))
@@ -146,7 +153,34 @@ def _cross_file(sources: dict[str, str], options: CheckOptions) -> list[Finding]
     except Exception:  # as for single files: a bug of ours is logged, not raised
         LOG.exception("rootrank: the cross-file check failed")
         return []
-    return [f for f in found if filter_findings([f], Locator(sources[f.path]), options)]
+    return [f for f in found if filter_findings([f], Locator(sources[f.path]), options, f.path)]
+
+
+def _config_options(paths: list[str]) -> Callable[[str, CheckOptions], CheckOptions]:
+    """Per-file options for configs: without the findings (and fixes) that assume the Trainer reads them when
+    the checked Python reads them into an argument class of the project's own (configs.own_config_reader)."""
+    from rootrank.check.configs import READER_DEPENDENT, own_config_reader
+
+    def unchanged(name: str, options: CheckOptions) -> CheckOptions:
+        return options
+
+    if not any(p.lower().endswith((".yaml", ".yml", ".json")) for p in paths):
+        return unchanged
+    python: dict[str, str] = {}
+    for path in paths:
+        if path != "-" and path.endswith(".py"):
+            try:
+                python[path] = read_source(path)
+            except InputError:
+                continue  # reported when the file itself is checked
+    if not own_config_reader(python):
+        return unchanged
+
+    def without(name: str, options: CheckOptions) -> CheckOptions:
+        if not name.lower().endswith((".yaml", ".yml", ".json")):
+            return options
+        return dataclasses.replace(options, ignore=(*options.ignore, *sorted(READER_DEPENDENT)))
+    return without
 
 
 def _ids(values: list[str]) -> tuple[str, ...]:
@@ -196,22 +230,28 @@ def read_source(path: str) -> str:
 
 
 def _fix_file(path: str, source: str, options: CheckOptions, unsafe: bool) -> tuple[str, int]:
+    from rootrank import atomic
+
     original = source
     source, count = fix_source(source, path, options, unsafe)
     if source != original:
-        # Never overwrite an edit saved while we were checking: fix only the text we read.
+        # Never overwrite an edit saved while we were checking: fix only the text we read, and only if
+        # the file is still that text right before the new one replaces it (rootrank.atomic).
         try:
-            current = read_source(path)
-        except InputError:
-            current = None
-        if current != original:
+            snap = atomic.snapshot(path)
+        except OSError as error:
+            raise InputError(f"{path}: cannot read it again to write the fixes: {error.strerror or error}") from None
+        bom = snap.data.startswith(BOM)
+        if snap.data[len(BOM) if bom else 0:] != original.encode("utf-8"):
             raise InputError(f"{path}: changed while being checked; not fixed (run again)")
         try:
-            with open(path, "w", encoding="utf-8", newline="") as handle:
-                handle.write(source)
-        except OSError as error:
-            raise InputError(f"{path}: cannot write the fixes: {error.strerror or error}") from None
+            atomic.replace(snap, (BOM if bom else b"") + source.encode("utf-8"), shown=path)
+        except atomic.WriteError as error:
+            raise InputError(error.strerror or str(error)) from None
     return source, count
+
+
+BOM = b"\xef\xbb\xbf"
 
 
 def _applicable(finding: Finding, unsafe: bool) -> bool:

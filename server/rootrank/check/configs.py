@@ -1,17 +1,23 @@
 """Checks over training configs and launch scripts: Trainer arguments in JSON/YAML, Accelerate and
 DeepSpeed configs, and Megatron launch scripts (`*.sh`).
 
-Findings use the same failure-entry ids as the Python rules. Positions come from the parser where it
-keeps them (YAML marks) and from the key's first spelling otherwise (JSON); a config that cannot be
-parsed gives one `syntax-error` finding, as a Python file does.
+Findings use the same failure-entry ids as the Python rules. Positions come from the parser: YAML marks
+(merge keys and flow mappings included) and, for JSON, an index built with the decoder's own scanners; a
+key whose position is unknown gets no fix. Every fix is proven before it is offered: applied alone, the
+config still parses and the finding is gone. A config that cannot be parsed gives one `syntax-error`
+finding, as a Python file does.
 """
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import itertools
 import json
 import os
 import re
 import shlex
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +25,7 @@ from typing import Any
 import yaml
 
 from rootrank.check import hf
+from rootrank.check.bounds import Cancelled, alias_expansion, over_parse_cap, skipped, stop_if
 from rootrank.check.source import Locator
 from rootrank.model import Applicability, Edit, Finding, Fix, Severity
 from rootrank.stack import facts
@@ -29,15 +36,19 @@ USE_CACHE = "checkpoint.hf-use-cache"
 DDP = "checkpoint.reentrant-ddp"
 PARTIAL = "checkpoint.partial-coverage"
 DEEPSPEED = "checkpoint.deepspeed-config"
+RECOMPUTE = "checkpoint.recompute-mismatch"
+RNG_STATE_TOPIC = "accelerate.fsdp2-no-rng-state"
 SYNTAX_ERROR = "syntax-error"
 DEFAULT_SEVERITY = {USE_REENTRANT: Severity.WARNING, DOUBLE: Severity.WARNING, USE_CACHE: Severity.WARNING,
-                    DDP: Severity.ERROR, PARTIAL: Severity.WARNING, DEEPSPEED: Severity.INFO}
+                    DDP: Severity.ERROR, PARTIAL: Severity.WARNING, DEEPSPEED: Severity.INFO,
+                    RECOMPUTE: Severity.WARNING}
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True)
 class Key:
-    """Where a key sits: (line, column) of the key and the end of its value, 1-based characters."""
+    """Where a key sits, as the parser reported it: (line, column) of the key and the end of its value,
+    1-based characters. `known` is False when the parser gave no position: such a key gets no fix."""
 
     line: int
     column: int
@@ -47,17 +58,42 @@ class Key:
     block: bool = True  # YAML block style (a new line can be inserted after it)
     value_line: int = 0  # where the value starts (0: unknown)
     value_column: int = 0
+    known: bool = True
+    merged: bool = False  # YAML: the key comes through a merge key (`<<: *base`) from another mapping
+
+    @property
+    def editable(self) -> bool:
+        """Whether an edit at this key changes only the mapping it was found in."""
+        return self.known and not self.merged
 
     def replace_value(self, text: str) -> Edit | None:
-        if not self.value_line:
+        if not self.value_line or not self.editable:
             return None
         return Edit(self.value_line, self.value_column, self.end_line, self.end_column, text)
 
 
-class _Config:
-    """A parsed config: the data and a way to find where a key of a mapping is written."""
+class RefusedError(ValueError):
+    """A config that is not parsed further: its aliases expand beyond the budget (check/bounds.py)."""
 
-    def __init__(self, path: str, source: str, locator: Locator) -> None:
+
+class _RecordingLoader(_Loader):
+    """PyYAML's safe loader that remembers which object it built from which node, so positions from the
+    parser can be tied to the mappings the checks look at (merge keys included)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.made: dict[int, Any] = {}
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        data = super().construct_object(node, deep)
+        self.made[id(node)] = data
+        return data
+
+
+class _Config:
+    """A parsed config: the data and, from the parser, where each key of each mapping is written."""
+
+    def __init__(self, path: str, source: str, locator: Locator, cancelled: Cancelled | None = None) -> None:
         self.path = path
         self.source = source
         self.locator = locator
@@ -66,40 +102,59 @@ class _Config:
         self.keys: dict[tuple[int, str], Key] = {}
         self.versions: dict[str, str] = {}  # installed library versions; missing: unknown
         if self.json:
-            self.data = json.loads(source)
+            json.loads(source)  # the decoder's own errors for a file that is not JSON
+            self.data = _JsonIndex(source, locator, self.keys).data
         else:
-            node = yaml.compose(source, Loader=_Loader)
-            self.data = yaml.load(source, Loader=_Loader) if node is not None else None
+            loader = _RecordingLoader(source)
+            try:
+                node = loader.get_single_node()
+                # Aliases are shared in the node graph but copied out by merge keys while constructing,
+                # and walked once per use by anything that follows the data: measure first, in linear time.
+                refused = alias_expansion(node, cancelled=cancelled) if node is not None else None
+                if refused is not None:
+                    raise RefusedError(refused)
+                stop_if(cancelled)
+                self.data = loader.construct_document(node) if node is not None else None
+            finally:
+                loader.dispose()
             if node is not None:
-                self._index(node, self.data)
+                self._index(node, loader.made)
 
-    def _index(self, node: yaml.Node, data: Any) -> None:
-        if isinstance(node, yaml.MappingNode) and isinstance(data, dict):
+    def _index(self, root: yaml.Node, made: dict[int, Any]) -> None:
+        # Iterative, each node once: aliases share nodes, and a deep or self-referencing document must
+        # neither recurse without bound nor be walked more than once.
+        seen: set[int] = set()
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, yaml.SequenceNode):
+                stack.extend(node.value)
+                continue
+            data = made.get(id(node))
+            if not isinstance(node, yaml.MappingNode) or not isinstance(data, dict):
+                continue
+            # After construction, node.value holds the merged pairs (flattened) followed by the mapping's
+            # own: later pairs win, as in the constructed dict.
             for key_node, value_node in node.value:
-                key = key_node.value
-                if key in data:
-                    self.keys[(id(data), key)] = Key(
-                        key_node.start_mark.line + 1, key_node.start_mark.column + 1,
-                        value_node.end_mark.line + 1, value_node.end_mark.column + 1, data[key],
-                        not node.flow_style, value_node.start_mark.line + 1, value_node.start_mark.column + 1)
-                    self._index(value_node, data[key])
+                key = made.get(id(key_node), key_node.value)
+                if not isinstance(key, str) or key not in data:
+                    continue
+                inside = (node.start_mark.index <= key_node.start_mark.index <= node.end_mark.index)
+                self.keys[(id(data), key)] = Key(
+                    key_node.start_mark.line + 1, key_node.start_mark.column + 1,
+                    value_node.end_mark.line + 1, value_node.end_mark.column + 1, data[key],
+                    not node.flow_style, value_node.start_mark.line + 1, value_node.start_mark.column + 1,
+                    merged=not inside)
+                stack.append(value_node)
 
     def key(self, mapping: dict[str, Any], name: str) -> Key:
         found = self.keys.get((id(mapping), name))
         if found is not None:
             return found
-        # JSON keeps no positions: the key's first spelling, and the end of its scalar value.
-        match = re.search(rf'"{re.escape(name)}"\s*:\s*', self.source)
-        if match is None:
-            return Key(1, 1, 1, 1, mapping.get(name))
-        line = self.locator.line_of(match.start())
-        column = match.start() - self.locator.starts[line - 1] + 1
-        value = re.compile(r'true|false|null|-?\d[\d.eE+-]*|"(?:[^"\\]|\\.)*"').match(self.source, match.end())
-        end = value.end() if value else match.end()
-        end_line = self.locator.line_of(max(end - 1, 0))
-        start_line = self.locator.line_of(match.end())
-        return Key(line, column, end_line, end - self.locator.starts[end_line - 1] + 1, mapping.get(name), True,
-                   start_line if value else 0, match.end() - self.locator.starts[start_line - 1] + 1)
+        return Key(1, 1, 1, 1, mapping.get(name), known=False)
 
     def finding(self, rule: str, key: Key, message: str, fixes: tuple[Fix, ...] = (),
                 assumed: facts.Answer | None = None) -> Finding:
@@ -118,35 +173,158 @@ class _Config:
         return match.group(0) if match else ""
 
 
+class _JsonIndex:
+    """JSON data built together with each key's position (the `json` module keeps none): strings through
+    the decoder's own `scanstring`, other values through `raw_decode`, so the data is exactly `json.loads`'s.
+    Duplicate keys: the last one wins, in the data and in the positions."""
+
+    _WHITESPACE = re.compile(r"[ \t\n\r]*")
+    MAX_DEPTH = 64  # deeper objects are data only: no check looks that far down
+
+    def __init__(self, source: str, locator: Locator, keys: dict[tuple[int, str], Key]) -> None:
+        self.source = source
+        self.locator = locator
+        self.keys = keys
+        self.decoder = json.JSONDecoder()
+        self.data, _ = self._value(self._skip(0), 0)
+
+    def _skip(self, at: int) -> int:
+        match = self._WHITESPACE.match(self.source, at)
+        return match.end() if match else at
+
+    def _position(self, offset: int) -> tuple[int, int]:
+        line = self.locator.line_of(offset)
+        return line, offset - self.locator.starts[line - 1] + 1
+
+    def _value(self, at: int, depth: int) -> tuple[Any, int]:
+        char = self.source[at:at + 1]
+        if depth < self.MAX_DEPTH and char == "{":
+            return self._object(at, depth)
+        if depth < self.MAX_DEPTH and char == "[":
+            return self._array(at, depth)
+        value, end = self.decoder.raw_decode(self.source, at)
+        return value, end
+
+    def _object(self, at: int, depth: int) -> tuple[dict[str, Any], int]:
+        data: dict[str, Any] = {}
+        at = self._skip(at + 1)
+        if self.source.startswith("}", at):
+            return data, at + 1
+        while True:
+            key_at = at
+            name, at = json.decoder.scanstring(self.source, at + 1)  # type: ignore[attr-defined]
+            at = self._skip(self._skip(at) + 1)  # past the colon
+            value_at = at
+            value, at = self._value(at, depth + 1)
+            data[name] = value
+            (line, column), (value_line, value_column) = self._position(key_at), self._position(value_at)
+            end_line, end_column = self._position(at)
+            self.keys[(id(data), name)] = Key(line, column, end_line, end_column, value, True, value_line,
+                                             value_column)
+            at = self._skip(at)
+            if self.source.startswith("}", at):
+                return data, at + 1
+            at = self._skip(at + 1)  # past the comma
+
+    def _array(self, at: int, depth: int) -> tuple[list[Any], int]:
+        items: list[Any] = []
+        at = self._skip(at + 1)
+        if self.source.startswith("]", at):
+            return items, at + 1
+        while True:
+            value, at = self._value(at, depth + 1)
+            items.append(value)
+            at = self._skip(at)
+            if self.source.startswith("]", at):
+                return items, at + 1
+            at = self._skip(at + 1)
+
+
+
 def check_config(source: str, path: str, locator: Locator,
-                 versions: Mapping[str, str] | None = None) -> list[Finding]:
+                 versions: Mapping[str, str] | None = None, validate: bool = True,
+                 cancelled: Cancelled | None = None) -> list[Finding]:
+    """Findings for one config; with `validate`, each fix is kept only if it is proven (see _proven)."""
     if path.lower().endswith(".sh"):
         return list(_megatron(source, path, locator))
     try:
-        config = _Config(path, source, locator)
+        config = _Config(path, source, locator, cancelled)
         config.versions = dict(versions or {})
+    except RefusedError as refused:
+        return [skipped(path, str(refused))]
     except (ValueError, yaml.YAMLError, RecursionError) as error:
         line = getattr(getattr(error, "problem_mark", None), "line", None)
         line = (line + 1) if isinstance(line, int) else getattr(error, "lineno", 1)
         return [Finding(SYNTAX_ERROR, Severity.ERROR, path, line, 1, line, 1,
                         f"cannot parse: {str(error).splitlines()[0] if str(error) else type(error).__name__}")]
     findings: list[Finding] = []
-    for mapping in _mappings(config.data):
+    for mapping in _mappings(config.data, set()):
+        stop_if(cancelled)
         findings.extend(_trainer_arguments(config, mapping))
         findings.extend(_accelerate(config, mapping))
         findings.extend(_deepspeed(config, mapping))
+    if validate:
+        findings = _proven(findings, source, path, locator, versions)
     return findings
 
 
-def _mappings(data: Any, depth: int = 0) -> Iterator[dict[str, Any]]:
-    """Every mapping of the document: Trainer arguments are often nested (`training_args:`, `trainer:`)."""
-    if isinstance(data, dict) and depth < 20:
+def parses(source: str, path: str) -> bool:
+    """Whether a config still reads as JSON or YAML (a launch script always does)."""
+    if path.lower().endswith(".sh"):
+        return True
+    try:
+        _Config(path, source, Locator(source))
+    except (ValueError, yaml.YAMLError, RecursionError):
+        return False
+    return True
+
+
+MAX_PROVEN_FIXES = 64  # each is one more parse and check of the file; past this many, no fixes are offered
+
+
+def _proven(findings: list[Finding], source: str, path: str, locator: Locator,
+            versions: Mapping[str, str] | None) -> list[Finding]:
+    """Keep only the fixes that, applied alone, leave a config that parses and no longer has their
+    finding: what `--fix`, the quick fix and fix-all apply is then known to be right, not hoped to be."""
+    fixes = sum(len(f.fixes) for f in findings)
+    if not fixes:
+        return findings
+    before = Counter(f.rule for f in findings)
+    out = []
+    for finding in findings:
+        kept = tuple(fix for fix in finding.fixes if fixes <= MAX_PROVEN_FIXES
+                     and _removes(fix, finding.rule, before[finding.rule], source, path, locator, versions))
+        out.append(finding if kept == finding.fixes else dataclasses.replace(finding, fixes=kept))
+    return out
+
+
+def _removes(fix: Fix, rule: str, count: int, source: str, path: str, locator: Locator,
+             versions: Mapping[str, str] | None) -> bool:
+    spans = sorted((locator.offset(e.line, e.column), locator.offset(e.end_line, e.end_column), e.text)
+                   for e in fix.edits)
+    if any(a[1] > b[0] for a, b in itertools.pairwise(spans)) or any(start > end for start, end, _ in spans):
+        return False
+    pieces, position = [], 0
+    for start, end, text in spans:
+        pieces += [source[position:start], text]
+        position = end
+    fixed = "".join([*pieces, source[position:]])
+    after = check_config(fixed, path, Locator(fixed), versions, validate=False)
+    if any(f.rule == SYNTAX_ERROR for f in after):
+        return False
+    return sum(1 for f in after if f.rule == rule) < count
+
+
+def _mappings(data: Any, seen: set[int], depth: int = 0) -> Iterator[dict[str, Any]]:
+    """Every mapping of the document once: Trainer arguments are often nested (`training_args:`,
+    `trainer:`), and a mapping or list shared through YAML aliases is one object, visited once."""
+    if not isinstance(data, (dict, list)) or depth >= 20 or id(data) in seen:
+        return
+    seen.add(id(data))
+    if isinstance(data, dict):
         yield data
-        for value in data.values():
-            yield from _mappings(value, depth + 1)
-    elif isinstance(data, list) and depth < 20:
-        for value in data:
-            yield from _mappings(value, depth + 1)
+    for value in data.values() if isinstance(data, dict) else data:
+        yield from _mappings(value, seen, depth + 1)
 
 
 # TrainingArguments fields that say a mapping is the Trainer's arguments.
@@ -233,29 +411,50 @@ def _kwargs_fixes(config: _Config, key: Key, name: str, keep: bool) -> tuple[Fix
 
 
 def _insert_kwargs(config: _Config, key: Key, value: bool, name: str) -> Edit | None:
-    if config.json:
-        text = f', "{name}": {{"use_reentrant": {str(value).lower()}}}'
-        return Edit(key.end_line, key.end_column, key.end_line, key.end_column, text)
-    if not key.block:
+    """`name: {use_reentrant: value}` beside `key`, in the same mapping; None where that place is unknown."""
+    if not key.editable or not key.value_line:
         return None
-    line = config.locator.line_text(key.line)
-    indent = line[: key.column - 1]
-    if indent.strip(" "):
-        return None  # the key shares its line with something else (`- gradient_checkpointing: true`)
-    end = len(line) + 1
+    flag = str(value).lower()
+    if config.json:
+        text = f', "{name}": {{"use_reentrant": {flag}}}'
+        return Edit(key.end_line, key.end_column, key.end_line, key.end_column, text)
+    if not key.block:  # a flow mapping (`{gradient_checkpointing: true, ...}`): right after the value
+        return Edit(key.end_line, key.end_column, key.end_line, key.end_column, f", {name}: {{use_reentrant: {flag}}}")
+    # A block mapping: a new line after the value's last line, at the key's own column, which is also
+    # right for a key in a list item (`- gradient_checkpointing: true`).
+    last = key.end_line if key.end_column > 1 else key.end_line - 1
+    end = len(config.locator.line_text(last)) + 1
     newline = "\r\n" if "\r\n" in config.source else "\n"
-    text = f"{newline}{indent}{name}: {{use_reentrant: {str(value).lower()}}}"
-    return Edit(key.line, end, key.line, end, text)
+    text = f"{newline}{' ' * (key.column - 1)}{name}: {{use_reentrant: {flag}}}"
+    return Edit(last, end, last, end, text)
 
 
 def _accelerate(config: _Config, data: dict[str, Any]) -> Iterator[Finding]:
     fsdp = data.get("fsdp_config")
     if not (isinstance(fsdp, dict) and fsdp.get("fsdp_activation_checkpointing") is True):
         return
+    if fsdp.get("fsdp_version") == 2:
+        yield from _fsdp2_rng_state(config, fsdp)
     if any(data.get(name) is True for name in hf.FLAGS):
         yield config.finding(DOUBLE, config.key(fsdp, "fsdp_activation_checkpointing"), (
             "`fsdp_activation_checkpointing: true` together with `gradient_checkpointing: true`: every block is "
             "checkpointed twice (FSDP's wrapper and transformers'); keep only FSDP's"))
+
+
+def _fsdp2_rng_state(config: _Config, fsdp: dict[str, Any]) -> Iterator[Finding]:
+    """Accelerate's FSDP2 activation checkpointing recomputes without the forward's RNG state; whether that
+    matters depends on the model having dropout, which the config does not show: a warning at most."""
+    answer = facts.answer(RNG_STATE_TOPIC, config.versions)
+    if answer.is_(False):
+        return
+    note = "" if answer.known else \
+        f" (applies to {facts.topic(RNG_STATE_TOPIC).versions_where(True)}; {answer.assumed})"
+    found = config.finding(RECOMPUTE, config.key(fsdp, "fsdp_activation_checkpointing"), (
+        "`fsdp_activation_checkpointing: true` with `fsdp_version: 2`: Accelerate wraps each layer in "
+        "`checkpoint_wrapper(layer, preserve_rng_state=False)`, so a model that trains with dropout draws other "
+        "dropout masks in the recompute than in the forward and its gradients are silently inconsistent; set the "
+        "model's dropout to 0, or checkpoint the layers yourself with `preserve_rng_state=True`") + note)
+    yield dataclasses.replace(found, severity=Severity.WARNING, assumes=(answer.assumed,))
 
 
 def _deepspeed(config: _Config, data: dict[str, Any]) -> Iterator[Finding]:
@@ -340,6 +539,47 @@ def _beside(script: str, config: str) -> bool:
     return a == b or os.path.dirname(a) == b or os.path.dirname(b) == a
 
 
+# A class of the project's own that declares the flag: `gradient_checkpointing: bool = ...` in its body.
+_FLAG_FIELD = re.compile(r"^[ \t]+(?:gradient|activation)_checkpointing[ \t]*:", re.M)
+_TRAINER_BASES = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "GRPOConfig", "DPOConfig",
+                            "ORPOConfig", "KTOConfig", "RewardConfig", "PPOConfig"})
+_PLAIN_BASES = frozenset({"object", "BaseModel"})
+# Config findings that rest on the Trainer reading the mapping (its default kwargs decide the mode).
+READER_DEPENDENT = frozenset({USE_REENTRANT, DDP})
+
+
+def own_config_reader(sources: Mapping[str, str]) -> str:
+    """`path:line Class` of an argument class of the project's own (a dataclass or pydantic model that is not
+    a TrainingArguments) declaring `gradient_checkpointing`, or "". Such a project reads its YAML/JSON configs
+    into its own class (open-instruct's `FlatArguments`, axolotl's config schema), and its code, not the
+    Trainer's defaults, decides how checkpointing is enabled: the Python checks see that code."""
+    classes: dict[str, tuple[tuple[str, ...], bool, str]] = {}  # name -> (bases, declares the flag, where)
+    for path, text in sources.items():
+        if not path.endswith(".py") or not _FLAG_FIELD.search(text):
+            continue
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases = tuple(b.attr if isinstance(b, ast.Attribute) else b.id if isinstance(b, ast.Name) else "?"
+                              for b in node.bases)
+                declares = any(isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                               and s.target.id in hf.FLAGS for s in node.body)
+                classes.setdefault(node.name, (bases, declares, f"{path}:{node.lineno} {node.name}"))
+
+    def own(name: str, depth: int = 0) -> bool:
+        """Not a TrainingArguments, as far as the bases can be followed (an unknown base: not known to be own)."""
+        if name in _TRAINER_BASES or depth > 10:
+            return False
+        if name not in classes:
+            return name in _PLAIN_BASES
+        return all(own(base, depth + 1) for base in classes[name][0])
+
+    return next((where for name, (_, declares, where) in sorted(classes.items()) if declares and own(name)), "")
+
+
 def cross_file(sources: dict[str, str]) -> list[Finding]:
     """An Accelerate config with FSDP activation checkpointing, and Python in the same run that also
     turns on transformers' gradient checkpointing: every block is checkpointed twice."""
@@ -349,7 +589,8 @@ def cross_file(sources: dict[str, str]) -> list[Finding]:
         return []
     findings = []
     for path, text in sources.items():
-        if not path.lower().endswith((".yaml", ".yml")) or "fsdp_activation_checkpointing" not in text:
+        if not path.lower().endswith((".yaml", ".yml")) or "fsdp_activation_checkpointing" not in text \
+                or over_parse_cap(text, "YAML"):
             continue
         # A repository holds many scripts and configs: only a script beside the config (same folder, or
         # the folder above or below it) is taken to run with it.

@@ -103,13 +103,22 @@ def mode_of(call: Call, env: Environment) -> tuple[str, str]:
     return "", ""
 
 
-def torch_note(mode: str, env: Environment, passed: bool = True, call: str = "checkpoint") -> str:
-    """What the mode means with the workspace's torch; `passed`: whether use_reentrant reaches torch explicitly."""
+def torch_note(mode: str, env: Environment, passed: bool = True, call: str = "checkpoint",
+               curried: bool = False) -> str:
+    """What the mode means with the workspace's torch; `passed`: whether use_reentrant reaches torch explicitly;
+    `curried`: `checkpoint(...)` called without a function (torch >= 2.14's decorator form)."""
     version = env.version("torch")
     if version is None:
         return f"torch is not installed in the workspace environment ({env.where}); the notes below assume torch 2.x."
     v = version_tuple(version) or (0, 0)
     head = f"torch {version} (from {env.where}): "
+    if curried:
+        answer = version_facts.answer("torch.curried-checkpoint", env.versions)
+        if answer.known and answer.value is not True:
+            return head + (f"there is no curried form: `checkpoint(...)` without a function raises `TypeError: "
+                           f"{answer.value}` ({answer.row.source if answer.row else ''}); it is new in "
+                           f"{answer.topic.since(True)}.")
+        head += "the curried form returns a decorator; the mode applies when the decorated function is called. "
     if v < (1, 11):
         return head + "there is no `use_reentrant` argument; checkpointing is always reentrant."
     if hf.is_enable(call) and not passed:
@@ -123,8 +132,13 @@ def torch_note(mode: str, env: Environment, passed: bool = True, call: str = "ch
     if mode == REENTRANT and not passed and version.startswith("2.3.0a0"):
         return head + "this pre-release raises `ValueError` when `use_reentrant` is not passed."
     if mode == REENTRANT and not passed:
-        return head + ("a call without `use_reentrant` still runs reentrant and prints a `UserWarning` "
-                       "(a warning only on every release from 2.1 to 2.13).")
+        answer = version_facts.answer("torch.missing-use-reentrant", env.versions)
+        if answer.row is None:
+            return head + (f"outside the torch versions read ({answer.topic.versions_where_not(None)}), where a "
+                           "call without `use_reentrant` still runs reentrant and prints a `UserWarning`; "
+                           "this version may differ.")
+        return head + (f"a call without `use_reentrant` still runs reentrant and prints `UserWarning: "
+                       f"{answer.value.split('. ')[0]}. ...` (it does not raise; {answer.row.source}).")
     if mode == REENTRANT:
         return head + "reentrant checkpointing, chosen explicitly: no warning."
     if mode == NON_REENTRANT:
@@ -261,7 +275,9 @@ def explain_call(call: Call, facts: FileFacts, env: Environment) -> CallExplanat
         mode, why = mode_of(call, env)
         return CallExplanation(
             call.line, call.written, TARGETS[call.name], is_checkpointing=True, mode=mode, why=why,
-            torch_note=torch_note(mode, env, passes_use_reentrant(call), call.name),
+            torch_note=torch_note(mode, env, passes_use_reentrant(call), call.name,
+                                  call.name == "checkpoint" and not call.args and "function" not in call.keywords
+                                  and not call.has_star_kwargs),
             meaning=MEANING.get(mode, ""), interactions=tuple(interactions(mode, facts)), trade_off=TRADE_OFF,
             coverage=coverage(call, facts))
     description = _DESCRIPTIONS.get(call.name, _DESCRIPTIONS["FSDP"])

@@ -33,18 +33,24 @@ def ordered_fixes(finding: Finding) -> tuple[Fix, ...]:
     return finding.ordered_fixes
 
 
-def judge_fixes(findings: list[Finding], caused_by: Mapping[str, str]) -> list[Finding]:
-    """Withdraw each fix that keeps the behaviour an error at its site is caused by.
+def judge_fixes(findings: list[Finding], caused_by: Mapping[str, str],
+                moots: frozenset[str] = frozenset()) -> list[Finding]:
+    """Withdraw each fix that keeps the behaviour an error at its site is caused by, and every other rule's
+    fix at the site of an error of a rule in `moots` (a call the installed version cannot run at all).
 
     `caused_by`: rule id -> the behaviour behind it. A site is the finding's start position, or any
     span that contains it (a DDP error on the call that also lacks `use_reentrant`).
     """
     errors = [(caused_by[f.rule], f) for f in findings
               if f.severity is Severity.ERROR and caused_by.get(f.rule)]
-    if not errors:
+    moot = [f for f in findings if f.severity is Severity.ERROR and f.rule in moots]
+    if not errors and not moot:
         return findings
     judged = []
     for finding in findings:
+        if finding.fixes and any(m.rule != finding.rule and _same_site(m, finding) for m in moot):
+            judged.append(dataclasses.replace(finding, fixes=()))
+            continue
         kept = tuple(fix for fix in finding.fixes
                      if not fix.keeps or not any(cause == fix.keeps and _same_site(error, finding)
                                                  for cause, error in errors))

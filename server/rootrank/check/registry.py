@@ -41,6 +41,9 @@ class Rule:
     function: RuleFunction
     default_severity: Severity  # used when the failure entry does not exist (yet) in rules/
     caused_by: str = ""  # the behaviour that causes this failure (e.g. "reentrant"), for judging fixes
+    # An error of this rule means the call cannot run on the installed version at all, so another rule's fix
+    # at the same site would leave it failing: those fixes are withdrawn (fixes.judge_fixes).
+    moots_fixes: bool = False
 
 
 RULES: dict[str, Rule] = {}
@@ -51,7 +54,7 @@ class DuplicateRuleError(RuntimeError):
 
 
 def rule(entry_id: str, default_severity: Severity = Severity.WARNING,
-         caused_by: str = "") -> Callable[[RuleFunction], RuleFunction]:
+         caused_by: str = "", moots_fixes: bool = False) -> Callable[[RuleFunction], RuleFunction]:
     """Register a check for the failure entry `entry_id`; `caused_by` names the behaviour behind it
     (a fix that keeps that behaviour is never offered at a site where this check reports an error)."""
 
@@ -59,7 +62,7 @@ def rule(entry_id: str, default_severity: Severity = Severity.WARNING,
         if entry_id in RULES:
             raise DuplicateRuleError(f"{entry_id} is registered twice: {RULES[entry_id].function.__module__} "
                                      f"and {function.__module__}")
-        RULES[entry_id] = Rule(entry_id, function, default_severity, caused_by)
+        RULES[entry_id] = Rule(entry_id, function, default_severity, caused_by, moots_fixes)
         return function
 
     return register

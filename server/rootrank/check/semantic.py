@@ -118,10 +118,16 @@ class CheckpointSite:
     keyword: ast.keyword | None  # the keyword carrying the mode in this call, when there is one
     splat: bool  # a `**kwargs` may carry the mode
     assumed: facts.Answer | None = None  # the version fact the mode came from (transformers' default)
+    # torch >= 2.14's curried form, `checkpoint(use_reentrant=False)(fn)` / `@checkpoint(...)`: `call` is the
+    # configuring call, `target` the function it is applied to when that is spelled out (`fn`).
+    curried: bool = False
+    target: ast.expr | None = None
 
     @property
     def function(self) -> ast.expr | None:
         """The checkpointed callable or module (first positional argument), when it is spelled out."""
+        if self.curried:
+            return self.target
         if hf.is_enable(self.api) or not self.call.args:
             return None
         first = self.call.args[0]
@@ -264,7 +270,10 @@ class Semantic:
                 # Omitted means reentrant (PyTorch's default, with a warning), unless a splat may carry it.
                 reentrant = None if splat else True
             api = "checkpoint" if name == CHECKPOINT else "checkpoint_sequential"
-            return CheckpointSite(call, site.frame, api, reentrant, given is not None, keyword, splat)
+            curried = name == CHECKPOINT and not call.args and not splat and \
+                not any(k.arg == "function" for k in keywords)
+            return CheckpointSite(call, site.frame, api, reentrant, given is not None, keyword, splat,
+                                  curried=curried, target=self._curried_targets.get(id(call)) if curried else None)
         if name == CHECKPOINT_WRAPPER:
             keyword = next((k for k in keywords if k.arg == "checkpoint_impl"), None)
             if keyword is None:
@@ -294,6 +303,16 @@ class Semantic:
             return CheckpointSite(call, site.frame, api, self.hf_reentrant(keyword.value, site.frame), True,
                                   keyword, splat)
         return None
+
+    @functools.cached_property
+    def _curried_targets(self) -> dict[int, ast.expr]:
+        """id(configuring call) -> the function it is applied to: `checkpoint(...)(fn)` -> `fn`."""
+        found: dict[int, ast.expr] = {}
+        for site in self.calls:
+            call = site.node
+            if isinstance(call.func, ast.Call) and call.args and not isinstance(call.args[0], ast.Starred):
+                found[id(call.func)] = call.args[0]
+        return found
 
     def fact(self, topic: str) -> facts.Answer:
         """The version-facts answer for the installed version of the topic's library."""

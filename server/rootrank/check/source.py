@@ -1,4 +1,5 @@
-"""Source text bookkeeping: the cheap pre-filter, which lines matter, and byte/character positions.
+"""Source text bookkeeping: the cheap pre-filter, which lines matter, byte/character positions, and
+whether a file is test code.
 
 `ast` reports columns as UTF-8 byte offsets; rootrank positions are 1-based character columns. The
 `Locator` converts between the two and turns (line, column) pairs into string offsets for edits.
@@ -11,7 +12,7 @@ import bisect
 import functools
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 # Every check is about activation checkpointing, so a file that never says so is skipped before parsing
 # (torchfix's "avoid expensive parsing" trick). `recompute` covers Megatron's spelling.
@@ -130,19 +131,38 @@ def _scan(text: str, pattern: re.Pattern[str]) -> tuple[tuple[int, ...], frozens
     return tuple(lines), frozenset(bound)
 
 
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+# `[^()]*`, not `[^)]*`: an unclosed `from x import (` would scan to the end of the file for a `)` that never
+# comes, once per such line (quadratic); it now stops at the next `(`, which begins the next import.
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^()]*\)|[^\n]*)", re.M)
 
 
-def aliases_of(texts: Iterable[str]) -> frozenset[str]:
+def aliases_of(texts: Iterable[str], cancelled: Callable[[], bool] | None = None) -> frozenset[str]:
     """Names bound on interesting lines, over a file's chunks: two rounds cover
-    `from torch.utils.checkpoint import checkpoint as ck` and then `ckpt = partial(ck, ...)`."""
+    `from torch.utils.checkpoint import checkpoint as ck` and then `ckpt = partial(ck, ...)`.
+    `cancelled` is polled as it goes (see check/bounds.py)."""
     texts = list(texts)
-    aliases = frozenset().union(*(keyword_lines(t)[1] for t in texts))
-    more = frozenset().union(*(alias_lines(t, aliases)[1] for t in texts))
+    aliases = frozenset().union(*(keyword_lines(t)[1] for t in _polled(texts, cancelled)))
+    more = frozenset().union(*(alias_lines(t, aliases)[1] for t in _polled(texts, cancelled)))
     return aliases | more
+
+
+def _polled(texts: list[str], cancelled: Callable[[], bool] | None) -> Iterator[str]:
+    from rootrank.check.bounds import stop_if
+
+    for number, text in enumerate(texts):
+        if not number % 64:
+            stop_if(cancelled)
+        yield text
 
 
 def interest_of(text: str, first_line: int, aliases: frozenset[str]) -> Interest:
     offset = first_line - 1
     lines = set(keyword_lines(text)[0]) | set(alias_lines(text, aliases)[0])
     return Interest(line + offset for line in lines)
+
+
+def is_test_code(path: str) -> bool:
+    """A pytest test module: `test_*.py` or `*_test.py` (pytest's default `python_files`). By the file's own
+    name only: a folder called `tests` may hold the whole project when the path is absolute (the editor)."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rootrank.check.bounds import Cancelled, stop_if
 from rootrank.check.fixes import judge_fixes
 from rootrank.check.names import ImportTable
 from rootrank.check.registry import RULES, Violation
@@ -42,7 +43,8 @@ class Facts:
     assigns: list[AssignSite] = field(default_factory=list)
 
 
-def collect(source: str, path: str, locator: Locator, versions: Mapping[str, str] | None = None) -> Semantic:
+def collect(source: str, path: str, locator: Locator, versions: Mapping[str, str] | None = None,
+            cancelled: Cancelled | None = None) -> Semantic:
     """Parse and walk `source`, top-level chunk by chunk (cached), else as a whole.
 
     Raises SyntaxError (or RecursionError/ValueError/MemoryError from the parser) when the file does
@@ -50,8 +52,12 @@ def collect(source: str, path: str, locator: Locator, versions: Mapping[str, str
     """
     semantic = Semantic(path=path, source=source, locator=locator, versions=dict(versions or {}))
     chunks = split_chunks(source)
-    aliases = aliases_of(text for _, text in chunks)
-    parts = [_chunk_facts(text, first, aliases) for first, text in chunks]
+    aliases = aliases_of((text for _, text in chunks), cancelled)
+    parts = []
+    for number, (first, text) in enumerate(chunks):
+        if not number % 64:
+            stop_if(cancelled)
+        parts.append(_chunk_facts(text, first, aliases))
     if any(part is None for part in parts):
         # A chunk that does not parse alone: either the file is broken (the whole parse says where),
         # or the split cut through a string or brackets, and the whole parse is the truth.
@@ -69,13 +75,23 @@ def walk(tree: ast.Module, interest: Interest) -> Facts:
     return facts
 
 
+# Blank lines a chunk may be given in front of it, per line of its own and in any case (see _chunk_facts).
+_PREFIX_LINES_PER_LINE = 8
+_PREFIX_LINES_FREE = 200
+
+
 @functools.lru_cache(maxsize=2048)
 def _chunk_facts(text: str, first_line: int, aliases: frozenset[str]) -> Facts | None:
     """The facts of one top-level chunk; cached, so a keystroke only re-parses the chunk it changed."""
     try:
         # Blank lines in front give the right line numbers straight from the parser: the tokenizer skips
-        # them far faster than `ast.increment_lineno` can renumber a tree.
-        tree = ast.parse("\n" * (first_line - 1) + text)
+        # them far faster than `ast.increment_lineno` can renumber a tree. But their cost grows with the
+        # chunk's place in the file (quadratic over a file of many small definitions), so past a budget
+        # proportional to the chunk's own size the tree is renumbered instead: linear either way.
+        if first_line - 1 <= _PREFIX_LINES_PER_LINE * text.count("\n") + _PREFIX_LINES_FREE:
+            tree = ast.parse("\n" * (first_line - 1) + text)
+        else:
+            tree = ast.increment_lineno(ast.parse(text), first_line - 1)
     except (SyntaxError, RecursionError, ValueError, MemoryError):
         return None
     return walk(tree, interest_of(text, first_line, aliases))
@@ -218,10 +234,12 @@ class _Collector:
         self.semantic.constants[name] = value
 
 
-def run_rules(semantic: Semantic, selected: Iterable[str], severities: dict[str, Severity]) -> list[Finding]:
+def run_rules(semantic: Semantic, selected: Iterable[str], severities: dict[str, Severity],
+              cancelled: Cancelled | None = None) -> list[Finding]:
     """Run each selected rule over the model; a crashing rule is logged and the others still run."""
     findings: list[Finding] = []
     for rule_id in selected:
+        stop_if(cancelled)
         rule = RULES[rule_id]
         try:
             violations = list(rule.function(semantic))
@@ -231,7 +249,8 @@ def run_rules(semantic: Semantic, selected: Iterable[str], severities: dict[str,
         severity = severities.get(rule_id, rule.default_severity)
         for violation in violations:
             findings.append(to_finding(semantic, rule_id, severity, violation))
-    return judge_fixes(findings, {rule_id: r.caused_by for rule_id, r in RULES.items() if r.caused_by})
+    return judge_fixes(findings, {rule_id: r.caused_by for rule_id, r in RULES.items() if r.caused_by},
+                       frozenset(rule_id for rule_id, r in RULES.items() if r.moots_fixes))
 
 
 def to_finding(semantic: Semantic, rule_id: str, severity: Severity, violation: Violation) -> Finding:

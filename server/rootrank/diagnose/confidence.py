@@ -53,6 +53,9 @@ class Assessor:
         if cause is None or verdict.rule is None:
             return Sureness("low", "nothing in the log names a failure")
         entry = self.library.get(verdict.rule)
+        if verdict.decided_by == "exited on its own":
+            return Sureness("medium", "from the launcher's exit status and the other ranks' losses; the rank "
+                                      "printed no error, so why it exited is not in the log")
         if cause.severity is not Severity.ERROR or cause.role is Role.CONTEXT:
             return Sureness("medium", "only warnings: nothing stopped the run")
         if verdict.rule != cause.rule:
@@ -103,6 +106,8 @@ class Assessor:
         if how == "missing from the timeouts":
             return Sureness("medium", "the one rank that printed no timeout; a rank whose output is missing "
                                       "from the log looks the same")
+        if how == "exited on its own":
+            return Sureness("medium", "the one rank that suffered nothing; its launcher reports its exit status")
         if how == "behind in sequence numbers":
             return Sureness("medium", "the rank that completed the fewest collectives")
         if how == "launcher exit of the process that printed it":
@@ -134,6 +139,9 @@ class Assessor:
             if "timestamp" in verdict.decided_by:
                 return Sureness("medium", f"the earliest time stamp among the ranks with a failure of their own "
                                           f"({len(rivals) + 1})")
+            if "first observed failure" in verdict.decided_by:
+                return Sureness("low", "several ranks died, known only from the launcher's table; its first "
+                                       "observed failure decided")
             return Sureness("low", "several ranks show a failure of their own; order of appearance decided")
         return Sureness("high", "the only rank with a failure of its own, named by its own output")
 

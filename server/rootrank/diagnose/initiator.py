@@ -27,6 +27,7 @@ MISMATCH_RULE = "distributed.collective-mismatch"
 TIMEOUT_RULE = "distributed.collective-timeout"
 HOST_KILL_RULE = "memory.host-oom-kill"
 SIGNAL_RULE = "process.killed-signal"
+EXITED_RULE = "process.exited-nonzero"
 CAUSE_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"}
 NAN_RULE = "numerics.nan-loss"
 AMP_WARMUP_STEPS = 16  # GradScaler halves 65536 at most 16 times before the scale reaches 1
@@ -168,9 +169,14 @@ class InitiatorFinder:
         timed = {r: e.line.time for r, e in ranked.items()}
         use_time = len(ranked) > 1 and all(t is not None for t in timed.values())
         order = sorted(ranked, key=lambda r: (timed[r], ranked[r].order) if use_time else (ranked[r].order, 0))
+        how = "timestamp" if use_time else "order of appearance"
+        table_first = None if use_time else self._table_first(ranked)
+        if table_first is not None:
+            order.remove(table_first)
+            order.insert(0, table_first)
+            how = "the launcher's first observed failure"
         first = order[0]
         event = ranked[first]
-        how = "timestamp" if use_time else "order of appearance"
         reasons = []
         others = order[1:]
         if others:
@@ -188,6 +194,18 @@ class InitiatorFinder:
             verdict.candidates = [(r, ranked[r].rule, f"also raised {ranked[r].rule}") for r in same_rule[1:]]
         self._launcher_first_exit(verdict, ranked)
         return verdict
+
+    def _table_first(self, ranked: dict[int, Event]) -> int | None:
+        """Several children are known only from one agent's failure table (all SIGABRT, say): the table
+        lists them in no causal order, but its `Root Cause (first observed failure)` is the exit the agent
+        saw first. Only for one agent: agents on different nodes have no common clock."""
+        if len(ranked) < 2 or not all(is_launcher_report(e) for e in ranked.values()):
+            return None
+        roots = [e for e in self.launcher.exits if e.root_cause]
+        if len(roots) != 1 or roots[0].local_rank is None:
+            return None
+        rank = roots[0].rank if roots[0].rank is not None else self.global_rank(roots[0].agent, roots[0].local_rank)
+        return rank if rank in ranked else None
 
     def _own_output_of_exit(self, causes: list[Event], ranked: dict[int, Event]) -> Verdict | None:
         """One rank is known only from its launcher's exit line (`failed (exitcode: -6) local_rank: 1`),
@@ -340,6 +358,9 @@ class InitiatorFinder:
         victims = ranks_text(list(suffered))
         if len(missing) == 1:
             rank = missing[0]
+            exited = self._silent_exit(rank, first_symptom, victims)
+            if exited is not None:
+                return exited
             return Verdict(rank=rank, cause=first_symptom, rule=STALLED_RULE, decided_by="missing from the timeouts",
                            reasons=[f"ranks {victims} report {first_symptom.rule} while rank {rank} reports no timeout and "
                                     f"no error: it never reached the collective the others wait in"])
@@ -382,6 +403,25 @@ class InitiatorFinder:
                            decided_by="named by a peer report",
                            reasons=[f"line {event.line.number} names rank {rank}: {event.line.text.strip()[:160]}"])
         return None
+
+    def _silent_exit(self, rank: int, first_symptom: Event, victims: str) -> Verdict | None:
+        """The one rank that suffered nothing left on its own: its launcher reports a plain exit status
+        (not a signal) and the rank printed no error. It did not stall; it exited (sys.exit, os._exit,
+        an early-stopping branch) or its error went somewhere else (--redirects, --log-dir)."""
+        exits = [e for e in self.launcher.exits
+                 if e.exitcode is not None and e.exitcode > 0 and e.local_rank is not None
+                 and self.global_rank(e.agent, e.local_rank) == rank]
+        if not exits:
+            return None
+        code = exits[0].exitcode
+        report = next((u for u in self.col.units if u.role is Role.CONTEXT and self._event_rank(u) == rank), None)
+        reasons = [f"ranks {victims} report {first_symptom.rule}, while rank {rank} printed no error and its "
+                   f"launcher reports exit status {code} (not a signal): it left the job on its own"]
+        mapped = self._mapping_reason(report) if report is not None else ""
+        if mapped:
+            reasons.append(mapped)
+        return Verdict(rank=rank, cause=report or first_symptom, rule=EXITED_RULE, decided_by="exited on its own",
+                       reasons=reasons)
 
     def _odd_one_out(self, timeouts: dict[int, Event]) -> Verdict | None:
         if len(timeouts) < 3:

@@ -43,6 +43,7 @@ class _Feed:
         self.name = name
         self.path_hint = path_hint
         self.chunks: deque[bytes] = deque()
+        self.offset = 0  # bytes of chunks[0] already read
         self.pending = 0
         self.closed = False
         self.cond = owner._cond
@@ -71,12 +72,15 @@ class _Feed:
         n = 0
         while self.chunks and n < len(view):
             chunk = self.chunks[0]
-            take = min(len(chunk), len(view) - n)
-            view[n: n + take] = chunk[:take]
-            if take == len(chunk):
+            # An offset into the first chunk, not a slice of its rest: a big chunk read in small
+            # pieces would otherwise be copied once per piece.
+            take = min(len(chunk) - self.offset, len(view) - n)
+            view[n: n + take] = memoryview(chunk)[self.offset: self.offset + take]
+            if self.offset + take == len(chunk):
                 self.chunks.popleft()
+                self.offset = 0
             else:
-                self.chunks[0] = chunk[take:]
+                self.offset += take
             n += take
         self.pending -= n
         room = CENSUS_BYTES - len(self.head)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import replace
 
 from rootrank.diagnose.collect import Collected
@@ -15,6 +16,7 @@ from rootrank.library import Library
 from rootrank.model import (
     Candidate,
     Collateral,
+    CollateralRanges,
     Diagnosis,
     Event,
     Evidence,
@@ -30,6 +32,8 @@ from rootrank.model import (
 MAX_EVIDENCE = 6
 MAX_TIMELINE_PER_RANK = 6
 MAX_TIMELINE = 600
+# Collateral ranks listed one by one; all of them are in `collateral_ranges` (a 1M-rank job's JSON was 207 MB).
+MAX_COLLATERAL_LISTED = 64
 
 
 def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Library) -> Diagnosis:
@@ -54,7 +58,9 @@ def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Lib
         root_cause=root,
         candidates=tuple(Candidate(r, rule, why) for r, rule, why in verdict.candidates if r >= 0),
         collateral=tuple(Collateral(rank, e.rule, e.line.number, _title(library, e.rule))
-                         for rank, e in sorted(collateral.items())),
+                         for rank, e in heapq.nsmallest(MAX_COLLATERAL_LISTED, collateral.items())),
+        collateral_ranges=_collateral_ranges(collateral, library),
+        collateral_count=len(collateral),
         findings=findings,
         ranks_seen=tuple(sorted(ranks_seen)),
         timeline=_timeline(collected, finder),
@@ -64,6 +70,16 @@ def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Lib
         hypotheses=hypotheses,
         tell_apart=command,
     )
+
+
+def _collateral_ranges(collateral: dict[int, Event], library: Library) -> tuple[CollateralRanges, ...]:
+    """The collateral ranks grouped by what they suffered, in the order the entries were first seen."""
+    groups: dict[str, tuple[list[int], int]] = {}
+    for rank, event in sorted(collateral.items(), key=lambda item: item[1].order):
+        ranks, _ = groups.setdefault(event.rule, ([], event.line.number))
+        ranks.append(rank)
+    return tuple(CollateralRanges(rule, _title(library, rule), ranks_text(ranks), len(ranks), line)
+                 for rule, (ranks, line) in groups.items())
 
 
 def _title(library: Library, rule: str) -> str:

@@ -47,6 +47,11 @@ def discover(root: str) -> list[Run]:
     return [_run(p.name, p) for p in entries if p.is_dir() or p.is_file()]
 
 
+def run_of(path: Path, name: str | None = None) -> Run:
+    """One file or folder as a run of its own (named by its file name unless told)."""
+    return _run(name or path.name, path)
+
+
 def _run(name: str, path: Path) -> Run:
     absolute = str(path.resolve())
     try:

@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 import threading
 import time
 import traceback
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import unquote
 
 from lsprotocol import types
-from pygls.exceptions import FeatureRequestError, JsonRpcException
+from pygls.exceptions import (
+    FeatureRequestError,
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+)
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
@@ -27,6 +34,7 @@ from pygls.workspace import TextDocument
 
 from rootrank.lsp.settings import Settings, has_settings, parse_settings
 from rootrank.lsp.state import DocumentState
+from rootrank.lsp.transport import BoundedReader, uri_problem
 
 LOG = logging.getLogger("rootrank.lsp")
 
@@ -42,9 +50,13 @@ def _version() -> str:
 
 
 class RootrankProtocol(LanguageServerProtocol):
-    """pygls' protocol, plus an error response for a request whose params do not parse.
+    """pygls' protocol, plus an answer to every request it would leave unanswered, and no traceback sent out.
 
-    pygls drops such a request without answering, which leaves the client waiting forever.
+    pygls drops without a word a request whose params do not parse, one that is not JSON-RPC 2.0 and any
+    request after `shutdown`, which leaves the client waiting forever: these get an error response here
+    (InvalidParams, InvalidRequest; the LSP asks for InvalidRequest after shutdown). A message naming a
+    document by a URI no file system can hold (a NUL, control characters, unparsable) is refused before
+    any feature sees it: InvalidParams for a request, dropped with a warning for a notification.
     """
 
     def structure_message(self, data: dict[str, Any]) -> Any:
@@ -54,6 +66,49 @@ class RootrankProtocol(LanguageServerProtocol):
             if isinstance(data, dict) and "id" in data and "method" in data:
                 self._send_response(data["id"], error=exc.to_response_error())
             raise
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, dict) or not hasattr(message, "jsonrpc"):
+            # not JSON-RPC (no "jsonrpc" member, or not an object): answer what looks like a request
+            if isinstance(message, dict) and isinstance(message.get("id"), (int, str)) and "method" in message:
+                self._refuse(message["id"], JsonRpcInvalidRequest("not a JSON-RPC 2.0 request"))
+            else:
+                LOG.warning("rootrank: ignored a message that is not JSON-RPC 2.0")
+            return
+        method = getattr(message, "method", None)
+        request = isinstance(method, str) and hasattr(message, "id")
+        if request and message.jsonrpc != self.VERSION:
+            self._refuse(message.id, JsonRpcInvalidRequest(f"not a JSON-RPC 2.0 request: {method}"))
+            return
+        if request and self._shutdown and method != types.EXIT:
+            self._refuse(message.id, JsonRpcInvalidRequest(f"the server is shutting down: {method} refused"))
+            return
+        if isinstance(method, str):
+            problem = next(filter(None, map(uri_problem, _document_uris(getattr(message, "params", None)))), None)
+            if problem is not None:
+                if request:
+                    self._refuse(message.id, JsonRpcInvalidParams(f"{method}: {problem}"))
+                else:
+                    LOG.warning("rootrank: ignored %s: %s", method, problem)
+                return
+        super().handle_message(message)
+
+    def _refuse(self, msg_id: Any, error: JsonRpcException) -> None:
+        self._send_response(msg_id, error=error.to_response_error())
+
+    def _send_response(self, msg_id: Any, result: Any | None = None, error: Any | None = None) -> None:
+        # pygls puts the server's traceback (paths, source lines) into an internal error's data; it goes to
+        # our stderr (logged by pygls), not to the client
+        if error is not None and isinstance(getattr(error, "data", None), dict) and "traceback" in error.data:
+            error = types.ResponseError(code=error.code, message=error.message)
+        super()._send_response(msg_id, result, error)
+
+
+def _document_uris(params: Any) -> list[Any]:
+    """The URIs of the documents a message's params name (text documents, notebooks and their cells)."""
+    uris = [getattr(getattr(params, name, None), "uri", None) for name in ("text_document", "notebook_document")]
+    uris += [getattr(cell, "uri", None) for cell in getattr(params, "cell_text_documents", None) or ()]
+    return [uri for uri in uris if uri is not None]
 
 
 class RootrankServer(LanguageServer):
@@ -73,6 +128,16 @@ class RootrankServer(LanguageServer):
         self.log_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rootrank-diagnose")
         self._reported: set[str] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve over stdio, reading through `transport.BoundedReader` (bounded header lines and bodies)."""
+
+        def skipped(message: str) -> None:  # in pygls' reader thread
+            LOG.warning("%s", message)
+            if self.loop is not None:
+                self.log(message, types.MessageType.Warning)
+
+        super().start_io(BoundedReader(stdin or sys.stdin.buffer, skipped), stdout)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ client messages
 
@@ -117,6 +182,22 @@ class RootrankServer(LanguageServer):
         if self.workspace.root_path:
             roots.append(self.workspace.root_path)
         return tuple(dict.fromkeys(roots))
+
+    def workspace_file(self, path: str) -> str | None:
+        """`path` with its symlinks resolved when that is under a workspace folder (resolved too), else None.
+
+        Commands read files from disk only there (and open documents from the client): a command's
+        arguments come from whatever runs in the editor, and must not read `/etc/shadow` or
+        `/proc/self/environ` for it."""
+        try:
+            real = os.path.realpath(path)
+            roots = [os.path.realpath(root) for root in self.workspace_roots()]
+        except (OSError, ValueError):
+            return None
+        for root in roots:
+            if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+                return real
+        return None
 
     def document(self, uri: str) -> TextDocument | None:
         """An open document, or None (never read from disk: the client owns unopened files). pygls keys

@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import os
 import traceback
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from rootrank.check.noqa import language_of
 from rootrank.lsp import engine
 from rootrank.lsp.convert import Lines, encoding_name, finding_to_diagnostic
 from rootrank.lsp.noqa import noqa_edit
@@ -61,16 +63,27 @@ def compute(
     encoding: str,
     crashes: list[tuple[str, BaseException]],
     roots: tuple[str, ...] = (),
-) -> tuple[list[Finding], list[types.Diagnostic]]:
-    """The findings for one text and their diagnostics (runs in a worker thread)."""
+    cancelled: Callable[[], bool] | None = None,
+) -> tuple[list[Finding], list[types.Diagnostic]] | None:
+    """The findings for one text and their diagnostics (runs in a worker thread); None once `cancelled()`
+    says the text is stale (changed or closed), which stops the work rather than only dropping its result."""
+    from rootrank.check import CheckCancelledError
+
     versions = engine.versions_for(settings.python, path if os.path.isabs(path) else None, roots)
-    findings = [f for f in engine.check_isolated(text, path, settings.select, settings.ignore,
-                                                 lambda rule, exc: crashes.append((rule, exc)), versions)
-                if f.rule not in SKIPPED_RULES]
+    try:
+        checked = engine.check_isolated(text, path, settings.select, settings.ignore,
+                                        lambda rule, exc: crashes.append((rule, exc)), versions, cancelled)
+    except CheckCancelledError:
+        return None
+    findings = [f for f in checked if f.rule not in SKIPPED_RULES]
     lines = Lines(text, encoding)
     comment = comment_char(path)
-    diagnostics = [_diagnostic(finding, lines, version, settings.severity_for(finding.rule), comment is not None)
-                   for finding in findings]
+    language = language_of(path) if comment is not None else None
+    diagnostics = []
+    for number, finding in enumerate(findings):
+        if cancelled is not None and not number % 256 and cancelled():
+            return None
+        diagnostics.append(make_diagnostic(finding, lines, version, settings.severity_for(finding.rule), language))
     return findings, diagnostics
 
 
@@ -82,8 +95,9 @@ MAX_CONVERTED = 4096
 MAX_CONVERTED_LINE_CHARS = 4096
 
 
-def _diagnostic(finding: Finding, lines: Lines, version: int | None, severity: str | None,
-                noqa: bool) -> types.Diagnostic:
+def make_diagnostic(finding: Finding, lines: Lines, version: int | None, severity: str | None,
+                    noqa: str | None) -> types.Diagnostic:
+    """A finding as a diagnostic of `version`, reusing the conversion while its lines are unchanged."""
     touched = {finding.line, finding.end_line,
                *(n for fix in finding.fixes for edit in fix.edits for n in (edit.line, edit.end_line))}
     last = max(touched)
@@ -93,7 +107,7 @@ def _diagnostic(finding: Finding, lines: Lines, version: int | None, severity: s
            lines.line(len(lines) - 1) if last > len(lines) else None, len(lines) if last > len(lines) else 0)
     converted = _CONVERTED.get(key)
     if converted is None:
-        edit = noqa_edit(lines, finding.line - 1, finding.rule) if noqa else None
+        edit = noqa_edit(lines, finding.line - 1, finding.rule, noqa, finding.column) if noqa else None
         converted = finding_to_diagnostic(finding, lines, version=None, severity=severity,
                                           href=engine.docs_uri(finding.rule), noqa=edit)
         if sum(map(len, texts)) <= MAX_CONVERTED_LINE_CHARS:  # a minified line is not kept
@@ -106,7 +120,8 @@ def _diagnostic(finding: Finding, lines: Lines, version: int | None, severity: s
                             source=converted.source, data={**data, "version": version})
 
 
-def _report_crashes(ls: RootrankServer, crashes: list[tuple[str, BaseException]]) -> None:
+def report_crashes(ls: RootrankServer, crashes: list[tuple[str, BaseException]]) -> None:
+    """Rules that raised, into the client's log once each (the other rules' findings are still published)."""
     for rule, exc in crashes:
         what = "the checks" if rule == "*" else f"rule {rule}"
         detail = "".join(traceback.format_exception(exc)).rstrip()
@@ -124,11 +139,13 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
     path = check_path(state.uri, document.path, document.language_id)
     crashes: list[tuple[str, BaseException]] = []
     encoding = encoding_name(ls.workspace.position_encoding)
-    findings, diagnostics = await asyncio.get_running_loop().run_in_executor(
-        ls.executor, compute, text, path, version, ls.settings, encoding, crashes, ls.workspace_roots())
-    _report_crashes(ls, crashes)
-    if not ls.is_current(state, generation, version):
+    computed = await asyncio.get_running_loop().run_in_executor(
+        ls.executor, compute, text, path, version, ls.settings, encoding, crashes, ls.workspace_roots(),
+        lambda: state.generation != generation)  # bumped by every change and by didClose
+    report_crashes(ls, crashes)
+    if computed is None or not ls.is_current(state, generation, version):
         return  # the text changed meanwhile: a newer run is scheduled
+    findings, diagnostics = computed
     state.findings, state.diagnostics, state.published_version = findings, diagnostics, version
     ls.publish(state.uri, version, diagnostics)
 

@@ -25,12 +25,14 @@ LOG = logging.getLogger("rootrank.lsp")
 
 
 def check_source(source: str, path: str, select: Iterable[str] = (), ignore: Iterable[str] = (),
-                 versions: tuple[tuple[str, str], ...] = ()) -> list[Finding]:
+                 versions: tuple[tuple[str, str], ...] = (), cancelled: Callable[[], bool] | None = None,
+                 ) -> list[Finding]:
+    """The findings, or CheckCancelledError (rootrank.check) once `cancelled()` is true."""
     from rootrank.check import CheckOptions
     from rootrank.check import check_source as run
 
     select, ignore = tuple(select), tuple(ignore)
-    return list(run(source, path, CheckOptions(select=select, ignore=ignore, versions=versions)))
+    return list(run(source, path, CheckOptions(select=select, ignore=ignore, versions=versions), cancelled))
 
 
 def versions_for(python: str, path: str | None, roots: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -68,15 +70,21 @@ def check_isolated(
     ignore: Iterable[str],
     on_crash: Callable[[str, BaseException], None],
     versions: tuple[tuple[str, str], ...] = (),
+    cancelled: Callable[[], bool] | None = None,
 ) -> list[Finding]:
     """Run the checks; when the run raises, run each entry's check alone and skip the ones that raise.
 
-    `on_crash(rule_or_star, error)` is told about every failure ("*" for the whole run).
+    `on_crash(rule_or_star, error)` is told about every failure ("*" for the whole run). A run stopped by
+    `cancelled` raises CheckCancelledError (rootrank.check): a stale text is not re-run rule by rule.
     """
+    from rootrank.check import CheckCancelledError
+
     select, ignore = tuple(select), tuple(ignore)
     try:
-        return check_source(source, path, select, ignore, versions)
-    except SyntaxError:
+        return check_source(source, path, select, ignore, versions, cancelled)
+    except (SyntaxError, CheckCancelledError) as stopped:
+        if isinstance(stopped, CheckCancelledError):
+            raise
         return []
     except Exception as exc:
         on_crash("*", exc)
@@ -85,7 +93,9 @@ def check_isolated(
         if rule in ignore or (select and not any(rule == s or rule.startswith(s.rstrip(".") + ".") for s in select)):
             continue
         try:
-            findings.extend(check_source(source, path, (rule,), ignore, versions))
+            findings.extend(check_source(source, path, (rule,), ignore, versions, cancelled))
+        except CheckCancelledError:
+            raise
         except SyntaxError:
             return findings
         except Exception as exc:
@@ -153,6 +163,57 @@ def diagnose_text(
     if progress is not None and "on_progress" in inspect.signature(pipeline.feed_stream).parameters:
         options["on_progress"] = progress
     pipeline.feed_stream(source, _CancellableBytes(data, cancel), **options)
+    result: Diagnosis = pipeline.result()
+    return result
+
+
+class _CancellableFile(io.BufferedReader):
+    """A log file read in a stream (never whole), that stops once `cancel` is set or past `limit` bytes."""
+
+    def __init__(self, path: str, cancel: threading.Event | None, limit: int) -> None:
+        super().__init__(io.FileIO(path, "r"), buffer_size=1 << 20)
+        self.cancel = cancel
+        self.limit = limit
+
+    def _check(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise DiagnosisCancelledError
+        if self.tell() > self.limit:
+            raise FileTooLargeError(self.limit)
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        self._check()
+        return super().read(size)
+
+    def read1(self, size: int = -1, /) -> bytes:
+        self._check()
+        return super().read1(size)
+
+    def readline(self, size: int | None = -1, /) -> bytes:
+        self._check()
+        return super().readline(size)
+
+    def readinto(self, buffer: Any, /) -> int:
+        self._check()
+        return super().readinto(buffer)
+
+    def __next__(self) -> bytes:
+        self._check()
+        return super().__next__()
+
+
+class FileTooLargeError(Exception):
+    """A file that grew past the limit while it was read."""
+
+
+def diagnose_file(path: str, cancel: threading.Event | None = None, limit: int = 1 << 40) -> Diagnosis:
+    """A log file diagnosed as `rootrank diagnose FILE` reads it: streamed through the pipeline, so memory
+    does not grow with the file; stoppable through `cancel`. The caller checks that it is a regular file."""
+    import rootrank.diagnose as diagnose
+
+    pipeline = diagnose.Pipeline()
+    with _CancellableFile(path, cancel, limit) as handle:
+        pipeline.feed_stream(path, handle)
     result: Diagnosis = pipeline.result()
     return result
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from rootrank.check.noqa import language_of
 from rootrank.lsp import engine, logs, notebooks
 from rootrank.lsp.convert import Lines, encoding_name
 
@@ -56,17 +57,21 @@ def _diagnostic_markdown(diagnostic: types.Diagnostic) -> str:
     return f"{head}\n\n{text.strip()}" if text else head
 
 
-def _noqa_section(lines: Lines, position: types.Position) -> tuple[str, types.Range] | None:
+def _noqa_section(lines: Lines, position: types.Position, language: str = "python") -> tuple[str, types.Range] | None:
     """`rootrank explain <id>` for the id under the cursor in a `# noqa: a, b` comment."""
-    from rootrank.lsp.noqa import NOQA
+    from rootrank.check.noqa import NOQA, scan
+    from rootrank.lsp.noqa import _text
 
-    text = lines.line(position.line)
-    match = NOQA.search(text)
+    # Only a real comment (a tokenizer's, never noqa text inside a string) names silenced ids.
+    comment = scan(_text(lines), language).by_line.get(position.line + 1)
+    match = NOQA.search(comment.text) if comment is not None else None
     column = lines.column(position)
-    if match is None or not match.group("codes") or not match.start("codes") <= column <= match.end("codes"):
+    if comment is None or match is None or not match.group("codes") \
+            or not comment.column + match.start("codes") <= column <= comment.column + match.end("codes"):
         return None
     for code in re.finditer(r"[\w.\-]+", match.group("codes")):
-        first, last = match.start("codes") + code.start(), match.start("codes") + code.end()
+        first = comment.column + match.start("codes") + code.start()
+        last = comment.column + match.start("codes") + code.end()
         if first <= column <= last:
             markdown = engine.explain(code.group())
             if markdown is None:
@@ -113,7 +118,8 @@ def hover(ls: RootrankServer, params: types.HoverParams) -> types.Hover | None:
                 hover_range = lines.range(call.line - offset, call.column + 1, call.end_line - offset,
                                           call.end_column + 1)
     lines = lines or Lines(document.source, encoding_name(ls.workspace.position_encoding))
-    noqa = _noqa_section(lines, position)
+    language = language_of(document.uri.split("?", 1)[0]) if document.language_id != "python" else "python"
+    noqa = _noqa_section(lines, position, language) if language is not None else None
     if noqa is not None:
         sections.append(noqa[0])
         hover_range = hover_range or noqa[1]

@@ -5,7 +5,7 @@ optionally `device`, `dtype`, `budget` ("20GiB") and `python`. The probe runs in
 workspace's interpreter (the `rootrank.python` setting, else the active virtualenv / `.venv` of the
 workspace folder); progress goes to `$/progress` (cancellable), and `$/cancelRequest` or a cancel from the
 progress UI stops the subprocess. The result is the JSON of `rootrank measure --format json` plus a
-`markdown` report. The last measurement of each workspace folder is kept for the hover on checkpoint calls.
+`markdown` report. `cwd` and `hfConfig` must lie under a workspace folder. The last measurement of each workspace folder is kept for the hover on checkpoint calls.
 """
 
 from __future__ import annotations
@@ -65,6 +65,19 @@ def _folder(ls: RootrankServer) -> str:
     return ls.workspace.root_path or os.getcwd()
 
 
+def check_paths(ls: RootrankServer, options: dict[str, Any], folder: str) -> None:
+    """`cwd` and `hfConfig` must lie under a workspace folder (symlinks resolved; with no workspace folder,
+    under the server's directory): the arguments come from whatever runs in the editor."""
+    cwd = options.get("cwd") or folder
+    paths = [("cwd", cwd)] + ([("hfConfig", os.path.join(cwd, options["hfConfig"]))] if options.get("hfConfig") else [])
+    for key, path in paths:
+        inside = ls.workspace_file(path) is not None if ls.workspace_roots() else \
+            os.path.realpath(path).startswith(os.path.realpath(folder).rstrip(os.sep) + os.sep) \
+            or os.path.realpath(path) == os.path.realpath(folder)
+        if not inside:
+            raise JsonRpcInvalidParams(f"{MEASURE}: {key} {path} is not under a workspace folder")
+
+
 def run(options: dict[str, Any], folder: str, python_setting: str, cancelled: Callable[[], bool],
         on_progress: Callable[[str, int, int], None]) -> tuple[Measurement, dict[str, Any]]:
     """The measurement and the command's result (runs in a worker thread)."""
@@ -98,6 +111,7 @@ def register(server: RootrankServer) -> None:
     async def measure_command(ls: RootrankServer, *args: Any) -> dict[str, Any]:
         options = parse_arguments(args)
         folder = _folder(ls)
+        check_paths(ls, options, folder)
         loop = asyncio.get_running_loop()
         stop = threading.Event()
         token: str | None = None

@@ -17,7 +17,7 @@ from lsprotocol import types
 
 from rootrank.lsp import engine
 from rootrank.lsp.convert import Lines, encoding_name
-from rootrank.lsp.diagnostics import SKIPPED_RULES, _diagnostic, _report_crashes
+from rootrank.lsp.diagnostics import SKIPPED_RULES, make_diagnostic, report_crashes
 
 if TYPE_CHECKING:
     from rootrank.check.calls import FileFacts
@@ -90,7 +90,7 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
                 if f.rule not in SKIPPED_RULES]
 
     findings = await asyncio.get_running_loop().run_in_executor(ls.executor, run)
-    _report_crashes(ls, crashes)
+    report_crashes(ls, crashes)
     current = ls.workspace.get_notebook_document(cell_uri=state.uri)
     if state.generation != generation or current is None or [v for _, _, v in _cells(ls, current)] != versions:
         return  # edited meanwhile: a newer run is scheduled
@@ -105,7 +105,7 @@ async def run(ls: RootrankServer, state: DocumentState) -> None:
             continue
         lines = Lines(text or "", encoding)
         found = by_cell.get(number, [])
-        diagnostics = [_diagnostic(f, lines, version, ls.settings.severity_for(f.rule), True) for f in found]
+        diagnostics = [make_diagnostic(f, lines, version, ls.settings.severity_for(f.rule), "python") for f in found]
         cell_state = ls.track(document)
         cell_state.findings, cell_state.diagnostics, cell_state.published_version = found, diagnostics, version
         ls.publish(uri, version, diagnostics)

@@ -137,6 +137,9 @@ def create_server() -> RootrankServer:
 
     for module in (diagnostics, notebooks, logs, hover, code_actions, commands, measure_command):
         module.register(server)
+    from rootrank.lsp import workspace_scan
+
+    workspace_scan.register(server)
     return server
 
 

@@ -25,17 +25,20 @@ def _escaped(m: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def collateral_groups(d: Diagnosis) -> list[tuple[str, str, list[int]]]:
-    """(rule, title, ranks) for each symptom the collateral ranks suffered, first-seen order."""
+def collateral_groups(d: Diagnosis) -> list[tuple[str, str, str]]:
+    """(rule, title, ranks as text) for each symptom the collateral ranks suffered, first-seen order: from
+    `collateral_ranges`, which covers every rank where `collateral` lists only the first ones."""
+    if d.collateral_ranges:
+        return [(g.rule, g.title or g.rule, g.ranks) for g in d.collateral_ranges]
     groups: dict[str, tuple[str, list[int]]] = {}
     for c in d.collateral:
         groups.setdefault(c.rule, (c.title or c.rule, []))[1].append(c.rank)
-    return [(rule, title, ranks) for rule, (title, ranks) in groups.items()]
+    return [(rule, title, ranks_text(ranks)) for rule, (title, ranks) in groups.items()]
 
 
 def also_seen(d: Diagnosis) -> list[FindingSummary]:
     root_rule = d.root_cause.rule if d.root_cause else None
-    collateral_rules = {c.rule for c in d.collateral}
+    collateral_rules = {c.rule for c in d.collateral} | {g.rule for g in d.collateral_ranges}
     return [f for f in d.findings if f.rule != root_rule and f.rule not in collateral_rules]
 
 

@@ -41,7 +41,11 @@ def diagnosis_to_json(d: Diagnosis, raw: bool = False) -> dict[str, Any]:
                        for h in d.hypotheses],
         "tell_apart": d.tell_apart or None,
         "candidates": [{"rank": c.rank, "rule": c.rule, "why": c.why} for c in d.candidates],
+        # The first ranks one by one (at most 64, lowest first); every rank, compact, in collateral_ranges.
         "collateral": [{"rank": c.rank, "rule": c.rule, "line": c.line, "title": c.title} for c in d.collateral],
+        "collateral_count": d.collateral_count or len(d.collateral),
+        "collateral_ranges": [{"rule": g.rule, "title": g.title, "ranks": g.ranks, "count": g.count, "line": g.line}
+                              for g in d.collateral_ranges],
         "findings": [{"rule": f.rule, "title": f.title, "severity": f.severity.value, "role": f.role.value,
                       "rank": f.rank, "line": f.line, "count": f.count, "ranks": list(f.ranks)}
                      for f in d.findings],

@@ -10,7 +10,6 @@ from rootrank.render.common import (
     collateral_groups,
     confidence_text,
     count_text,
-    ranks_text,
     where,
 )
 
@@ -49,7 +48,7 @@ def render_markdown(d: Diagnosis, raw: bool = False) -> str:
     if groups:
         out.append("### Collateral")
         for rule, title, ranks in groups:
-            out.append(f"- ranks {ranks_text(ranks)}: {title} (`{rule}`)")
+            out.append(f"- ranks {ranks}: {title} (`{rule}`)")
     if root is not None:
         out.append("### Fix")
         out.append(clean(root.fix))

@@ -13,7 +13,6 @@ from rootrank.render.common import (
     collateral_groups,
     confidence_text,
     count_text,
-    ranks_text,
     terminal_safe,
     where,
 )
@@ -72,7 +71,7 @@ def render_text(d: Diagnosis, color: bool = False, raw: bool = False, width: int
             block("Candidates", "; ".join(f"rank {c.rank}: {c.why}" for c in d.candidates))
     groups = collateral_groups(d)
     if groups:
-        block("Collateral", "\n".join(f"ranks {ranks_text(r)}: {t} ({rule})" for rule, t, r in groups),
+        block("Collateral", "\n".join(f"ranks {r}: {t} ({rule})" for rule, t, r in groups),
               reflow=False)
     if root is not None:
         block("Fix", clean(root.fix), "36;1")

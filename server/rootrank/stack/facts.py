@@ -49,6 +49,16 @@ class Topic:
         """`transformers >=4.38.0,<5.0.0`: where the topic has this value."""
         return self._spell([r for r in self.rows if r.value == value])
 
+    def since(self, value: Any) -> str:
+        """`torch 2.14`: the first version read with this value (the lower bound of its first row), for a
+        topic whose value, once reached, holds in every later row read; else `versions_where(value)`."""
+        rows = [r for r in self.rows if r.value == value]
+        lower = [c.version for c in rows[0].versions.clauses if c.op == ">="] if rows else []
+        later = self.rows[self.rows.index(rows[0]):] if rows else ()
+        if len(lower) != 1 or any(r.value != value for r in later):
+            return self.versions_where(value)
+        return f"{self.library} {lower[0]}"
+
     def versions_where_not(self, value: Any) -> str:
         return self._spell([r for r in self.rows if r.value != value])
 

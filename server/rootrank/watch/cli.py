@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rootrank.model import Diagnosis, plain
 from rootrank.render import watch as render
-from rootrank.watch import WatchOptions, follow_paths, run_command
+from rootrank.watch import WatchOptions, follow_paths, run_command, watch_input
 from rootrank.watch import job as job_mod
 from rootrank.watch.records import StallReport, WatchStatus
 
@@ -85,20 +85,23 @@ def run(args: argparse.Namespace) -> int:
     if args.stall is not None and args.stall <= 0:
         print("rootrank: watch: --stall must be a positive number of seconds", file=sys.stderr)
         return EXIT_ERROR
-    for path in paths:
+    from_input = paths == ["-"]
+    for path in [] if from_input else paths:
         if not Path(path).exists() and not Path(path).parent.is_dir():
             print(f"rootrank: {path}: no such file or folder", file=sys.stderr)
             return EXIT_ERROR
     color = args.color == "always" or (args.color == "auto" and sys.stderr.isatty() and "NO_COLOR" not in os.environ)
     options = WatchOptions(stall=args.stall, kill_on_stall=args.kill_on_stall,
                            out_dir=Path(args.out) if args.out else None, log=Path(args.log) if args.log else None)
-    sink = TerminalSink(color, args.kill_on_stall, job or paths)
+    sink = TerminalSink(color, args.kill_on_stall, job or ([args.label] if from_input and args.label else paths))
     if job is not None:
         try:
             outcome = run_command(job, options, sink, on_started=sink.attach)
         except OSError as exc:
             print(f"rootrank: cannot run {job[0]}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_ERROR
+    elif from_input:
+        outcome = watch_input(sys.stdin.buffer, options, sink, args.pid)
     else:
         if sys.stderr.isatty():
             print(f"rootrank: following {', '.join(paths)} (Ctrl-C to stop)", file=sys.stderr)

@@ -34,6 +34,7 @@ _PROGRESS = re.compile(
     rb"|\b(?:loss|lr)\b\s*[:=]?\s*[-+]?(?:\d|nan|inf)"
     rb"|\bheartbeat\b)")
 TAIL_BYTES = 2048
+LINE_LOOKBACK = 1024
 _LITERALS = (b"step", b"Step", b"STEP", b"iter", b"Iter", b"epoch", b"Epoch", b"loss", b"Loss", b"it/s", b"s/it",
              b"samples/s", b"tokens/s", b"tok/s", b"heartbeat", b"Heartbeat", b"lr")
 _RANK = re.compile(rb"^\s*(?:\[(?:rank|default)?(\d+)\]:?|(\d+): )|\brank[\s:=]*(\d+)", re.IGNORECASE)
@@ -59,12 +60,19 @@ class Rhythm:
             hits = self._earlier(data, tail)
         if not hits:
             return
-        for hit in hits[-64:]:  # the step and the ranks of a long burst are in its last lines
+        line_start = -1
+        for hit in reversed(hits[-64:]):  # the step and the ranks of a long burst are in its last lines
             if hit["step"]:
                 step = int(hit["step"])
                 if self.step is None or step > self.step:
                     self.step = step
-            start = max(data.rfind(b"\n", 0, hit.start()), data.rfind(b"\r", 0, hit.start())) + 1
+            if hit.start() >= line_start >= 0:
+                continue  # a line's rank once, not once per progress word in it
+            # The line's start, looked for near the hit only: a search back to the start of a big read
+            # for a "\r" it does not hold would cost a scan of the whole read per hit.
+            near = max(0, hit.start() - LINE_LOOKBACK)
+            start = max(data.rfind(b"\n", near, hit.start()), data.rfind(b"\r", near, hit.start()), near - 1) + 1
+            line_start = start
             rank = _RANK.search(data, start, hit.start())
             if rank:
                 self.ranks.add(int(rank[1] or rank[2] or rank[3]))

@@ -10,10 +10,12 @@ go to a sink (the front end). The same for a job rootrank launched and for files
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +54,86 @@ class WatchOptions:
     log: Path | None = None  # a copy of the output as the diagnosis read it
 
 
+class Budget:
+    """How many bytes a second the diagnosis reads when the job floods its output.
+
+    A token bucket: up to BURST_BYTES at once (a failure's dump of every rank's traceback is read whole),
+    refilled at RATE_BYTES a second. A job printing less than that is read entirely, so its diagnosis
+    is the batch one; past it a stream keeps only its latest lines until the bucket allows them
+    (Stream.write), so the diagnosis reads a sample of the flood and always its end."""
+
+    RATE_BYTES = 4 << 20
+    BURST_BYTES = 8 << 20
+    SAMPLE_TAIL_BYTES = 256 << 10
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.tokens = float(self.BURST_BYTES)
+        self.at = clock()
+        self.sampled = 0  # bytes the diagnosis did not read
+
+    def allow(self, size: int) -> bool:
+        now = self.clock()
+        self.tokens = min(float(self.BURST_BYTES), self.tokens + (now - self.at) * self.RATE_BYTES)
+        self.at = now
+        if size > self.tokens:
+            return False
+        self.tokens -= size
+        return True
+
+
+class Feeder(threading.Thread):
+    """The job's output on its way to the watch, off the copy path: the pump only queues each read
+    (`put`, constant time, never waits); this thread hands the reads to their streams (the rhythm,
+    the line cutting, the budget), so the copy loop never waits for them."""
+
+    MAX_QUEUED_BYTES = 256 << 20
+
+    def __init__(self) -> None:
+        super().__init__(name="rootrank-feeder", daemon=True)
+        self._cond = threading.Condition()
+        self._queue: deque[tuple[Stream, bytes]] = deque()
+        self._queued = 0
+        self._closed = False
+        self.dropped = 0
+        self.error: BaseException | None = None
+
+    def put(self, stream: Stream, data: bytes) -> None:
+        with self._cond:
+            if self._queued + len(data) > self.MAX_QUEUED_BYTES:
+                self.dropped += len(data)
+                return
+            self._queue.append((stream, data))
+            self._queued += len(data)
+            self._cond.notify()
+
+    def sink(self, stream: Stream) -> Callable[[bytes], None]:
+        return lambda data: self.put(stream, data)
+
+    def run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                batch = list(self._queue)
+                self._queue.clear()
+                self._queued = 0
+            try:
+                for stream, data in batch:
+                    stream.write(data)
+            except Exception as exc:  # the watch broke: the job's output still flows
+                self.error = self.error or exc
+
+    def close(self, timeout: float | None = None) -> None:
+        """Hand over what is queued, then end."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        self.join(timeout)
+
+
 class Stream:
     """One output stream of the job (stdout, stderr, a file): whole lines go to the diagnosis, so two
     streams read in turns never mix inside a line."""
@@ -60,18 +142,47 @@ class Stream:
         self.watch = watch
         self.live = live
         self.carry = b""
+        self.held = b""  # the latest whole lines, waiting for the budget (a flood)
 
     def write(self, data: bytes) -> None:
         self.watch.rhythm.observe(data)
-        data = self.carry + data
         cut = data.rfind(b"\n") + 1
-        self.carry = data[cut:]
-        if len(self.carry) > 1 << 20:  # a line without end (a progress bar's \r updates): hand it over
-            cut, self.carry = len(data), b""
-        if cut:
-            self.watch._to_diagnosis(self.live, data[:cut])
+        if not cut:
+            self.carry += data
+            if len(self.carry) > 1 << 20:  # a line without end (a progress bar's \r updates): hand it over
+                self._forward(b"", self.carry)
+                self.carry = b""
+            return
+        carry, self.carry = self.carry, data[cut:]
+        # The carried line's start, then the whole lines of this read (data[:cut]): pieces, not copies.
+        self._forward(carry, data, cut)
+
+    def _forward(self, first: bytes, data: bytes, cut: int | None = None) -> None:
+        cut = len(data) if cut is None else cut
+        budget = self.watch.budget
+        size = len(self.held) + len(first) + cut
+        if budget is None or budget.allow(size):
+            for piece in (self.held, first, data if cut == len(data) else data[:cut]):
+                if piece:
+                    self.watch._to_diagnosis(self.live, piece)
+            self.held = b""
+            return
+        # Over the budget: keep the latest whole lines (at most SAMPLE_TAIL_BYTES) for later; the rest
+        # is not read. Only this read is cut (the held lines and the carry come before it).
+        tail = budget.SAMPLE_TAIL_BYTES
+        if cut > tail:
+            start = data.find(b"\n", cut - tail - 1, cut) + 1
+            self.held = data[start:cut] if 0 < start < cut else data[cut - tail:cut]
+        else:
+            joined = self.held + first + data[:cut]
+            start = joined.find(b"\n", max(0, len(joined) - tail - 1)) + 1
+            self.held = joined[start:] if 0 < start < len(joined) else joined
+        budget.sampled += size - len(self.held)
 
     def flush(self) -> None:
+        if self.held:  # the end of a flood: where its failure shows
+            self.watch._to_diagnosis(self.live, self.held)
+            self.held = b""
         if self.carry:
             self.watch._to_diagnosis(self.live, self.carry)
             self.carry = b""
@@ -88,6 +199,7 @@ class Watch:
         self.library = library
         self.clock = clock
         self.rhythm = Rhythm(options.stall, clock)
+        self.budget: Budget | None = None  # set for a launched job, whose output may flood
         self.lives: list[LiveDiagnosis] = []
         self.causes: list[tuple[str, int | None]] = []
         self.stalls: list[StallReport] = []
@@ -229,7 +341,13 @@ class Watch:
         return final
 
     def write_report(self, name: str, text: str) -> Path:
-        return self._write(name, text)
+        path = self._write(name, text)
+        if self._status is not None and self._status.report != str(self._out_dir):
+            # The final status went out before the report existed: an editor's click must find it.
+            self._status = dataclasses.replace(self._status, report=str(self._out_dir))
+            with self._lock:
+                self.sink.status(self._status)
+        return path
 
     def _write(self, name: str, text: str) -> Path:
         if self._out_dir is None:

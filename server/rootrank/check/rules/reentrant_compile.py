@@ -33,7 +33,7 @@ from rootrank.check import edits, hf
 from rootrank.check.compiled import Compiled, compiled
 from rootrank.check.names import dotted, last_name
 from rootrank.check.registry import Violation, rule
-from rootrank.check.semantic import COMPILE, CheckpointSite, Semantic, keyword, loop_source_attr
+from rootrank.check.semantic import COMPILE, CheckpointSite, Frame, Semantic, keyword, loop_source_attr
 from rootrank.model import Applicability, Severity
 
 RULE = "checkpoint.reentrant-compile"
@@ -89,12 +89,23 @@ def _hf_model_compiled(site: CheckpointSite, semantic: Semantic, reach: Compiled
         return ""
     for call_site in [*semantic.calls_to(COMPILE), *semantic.method_calls("compile")]:
         call = call_site.node
+        if not _same_binding(spelled, site.frame, call_site.frame):
+            continue
         if semantic.qualified(call.func) == COMPILE and call.args and dotted(call.args[0]) == spelled:
             return f"`torch.compile({spelled})` at line {call.lineno}"
         if isinstance(call.func, ast.Attribute) and call.func.attr == "compile" and not call.args \
                 and semantic.qualified(call.func) is None and dotted(call.func.value) == spelled:
             return f"`{spelled}.compile()` at line {call.lineno}"
     return ""
+
+
+def _same_binding(spelled: str, enabled: Frame, compiled_at: Frame) -> bool:
+    """Whether `spelled` names the same object at both places, by Python's scoping: a bare name is local to
+    its innermost function (the module's when there is none), `self.x` belongs to the class. Two test
+    functions that both call their model `model` do not compile each other's."""
+    if spelled.split(".", 1)[0] in ("self", "cls"):
+        return enabled.class_ is not None and enabled.class_ is compiled_at.class_
+    return enabled.function is compiled_at.function
 
 
 def _trainer_compile(semantic: Semantic) -> Iterator[Violation]:

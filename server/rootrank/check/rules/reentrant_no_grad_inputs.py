@@ -37,7 +37,7 @@ from rootrank.check import edits, hf
 from rootrank.check.names import dotted
 from rootrank.check.registry import Violation, rule
 from rootrank.check.rules._common import at_line, report_sites
-from rootrank.check.semantic import AssignSite, Semantic, keyword, target_names
+from rootrank.check.semantic import AssignSite, CallSite, Frame, FunctionNode, Semantic, keyword, target_names
 from rootrank.model import Applicability, Severity
 from rootrank.stack import facts
 
@@ -133,17 +133,18 @@ def _peft(semantic: Semantic, peft: ast.Call) -> Iterator[Violation]:
     if input_grads.is_(True):
         return
 
-    def message(name: str) -> str:
+    def message(name: str, wrap: ast.Call = peft) -> str:
         return ("reentrant gradient checkpointing on a PEFT model without `enable_input_require_grads()` "
-                f"(PEFT wraps the model at {at_line(peft)}): the frozen embeddings feed the first checkpointed "
+                f"(PEFT wraps the model at {at_line(wrap)}): the frozen embeddings feed the first checkpointed "
                 "block inputs that do not require grad, so the adapters get no gradient; pass "
                 f'`{name}={{"use_reentrant": False}}` or call `model.enable_input_require_grads()`')
 
-    wraps = [c.node for c in semantic.calls if (semantic.qualified(c.node.func) or "").endswith(".get_peft_model")]
+    wraps = [c for c in semantic.calls if (semantic.qualified(c.node.func) or "").endswith(".get_peft_model")]
     for site in semantic.reentrant_sites():
-        if hf.is_enable(site.api) and not any(_runs_after(w, site.call, semantic) for w in wraps):
+        reaching = [w for w in wraps if _reaches(w, site.frame, semantic)]
+        if hf.is_enable(site.api) and not any(_runs_after(w.node, site.call, semantic) for w in wraps) and reaching:
             assumes, at_most, note = _qualify(input_grads, site.assumed)
-            yield Violation(site.call.func, message(hf.kwargs_name(site.api)) + note,
+            yield Violation(site.call.func, message(hf.kwargs_name(site.api), reaching[0].node) + note,
                             edits.fixes(edits.use_non_reentrant(semantic, site.call, site.api)), assumes, at_most)
     for trainer in semantic.trainer_checkpointing():
         args = trainer.args
@@ -158,6 +159,53 @@ def _peft(semantic: Semantic, peft: ast.Call) -> Iterator[Violation]:
         yield Violation(trainer.flag, message(name) + note, edits.fixes(
             edits.fix("Use non-reentrant checkpointing (`use_reentrant=False`)", Applicability.UNSAFE, edit)),
             assumes, at_most)
+
+
+def _reaches(wrap: CallSite, frame: Frame, semantic: Semantic) -> bool:
+    """Whether the model `get_peft_model` wraps can be the one checkpointed in `frame`. Not when the wrap sits
+    in another function that keeps it to itself: that function stores the model on no attribute, wrapped no
+    model it was given (PEFT injects the adapters into the model passed in), and returns nothing, or returns
+    it only to callers other than `frame`'s function. Two tests of one test module are the usual shape."""
+    if _exclusive(wrap.frame, frame):
+        return False
+    function = wrap.frame.function
+    if function is None or frame.function is None or function is frame.function:
+        return True
+    if any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(function)):
+        return function.name in _called_from(frame.function, semantic)
+    given = {a.arg for a in (*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs)}
+    model = wrap.node.args[0] if wrap.node.args else None
+    if model is None or not isinstance(model, ast.Name) or model.id in given:
+        return True
+    parent = next((n for n in ast.walk(function) if isinstance(n, (ast.Assign, ast.AnnAssign))
+                   and n.value is wrap.node), None)
+    targets = (parent.targets if isinstance(parent, ast.Assign) else [parent.target]) if parent is not None else []
+    return parent is None or not all(isinstance(t, ast.Name) for t in targets) or \
+        any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(function))
+
+
+def _exclusive(first: Frame, second: Frame) -> bool:
+    """Whether the two places sit in different arms of one `if` (`if lora: wrap ... elif ...: enable`) that no
+    loop runs again: one run takes only one of them."""
+    arms = {id(node): (orelse, loops) for node, orelse, loops in first.branches}
+    return any(id(node) in arms and arms[id(node)] == (not orelse, 0) and loops == 0
+               for node, orelse, loops in second.branches)
+
+
+def _called_from(function: FunctionNode, semantic: Semantic) -> set[str]:
+    """Names of the file's functions that `function` calls, directly or through the file's other functions."""
+    bodies = {f.name: f for f, _ in semantic.functions}
+    seen: set[str] = set()
+    todo: list[FunctionNode] = [function]
+    while todo:
+        for node in ast.walk(todo.pop()):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else \
+                    node.func.id if isinstance(node.func, ast.Name) else None
+                if name in bodies and name not in seen:
+                    seen.add(name)
+                    todo.append(bodies[name])
+    return seen
 
 
 def _qualify(input_grads: facts.Answer, mode: facts.Answer | None) -> tuple[tuple[str, ...], Severity | None, str]:

@@ -10,6 +10,10 @@ non-reentrant). With transformers' version unknown, a warning that names the ver
 Also PEFT's `prepare_model_for_kbit_training()` without `gradient_checkpointing_kwargs`, which passes `{}`
 and so gets torch's reentrant default on every transformers version (topic `peft.kbit-empty-kwargs`).
 
+Not in a pytest test module (`test_*.py`, `*_test.py`, pytest's default `python_files`): a test that
+leaves the mode to the library's default exercises that default on purpose, and pinning it there would
+stop testing it. The error-severity checks still run there.
+
 ## Why is this bad?
 The default is the legacy reentrant implementation; PyTorch warns on every call and has announced
 that the argument will be required. The reentrant mode is also the one behind most checkpointing
@@ -36,6 +40,7 @@ from collections.abc import Iterator
 from rootrank.check import edits, hf
 from rootrank.check.registry import Violation, rule
 from rootrank.check.semantic import CHECKPOINT_OWN_KEYWORDS, Semantic, keyword
+from rootrank.check.source import is_test_code
 from rootrank.model import Applicability, Fix, Severity
 from rootrank.stack import facts
 
@@ -48,6 +53,8 @@ _KEEP = "Pass `{}` (keeps today's behaviour)"
 
 @rule(RULE, Severity.WARNING)
 def use_reentrant_explicit(semantic: Semantic) -> Iterator[Violation]:
+    if is_test_code(semantic.path):
+        return
     for site in semantic.checkpoints:
         if site.explicit or site.splat or site.api == "checkpoint_wrapper":
             continue

@@ -1,7 +1,10 @@
 """Ranks and hosts told by the name of a per-rank log file.
 
-`attempt_0/3/stderr.log` (torchrun --log-dir), `rank3.log`, `rank_3.txt`, `train_3.out`, `worker-3.log`,
-`node-05/...`. A Slurm job id (`slurm-123456.out`) is not a rank.
+A name gives a rank only when it says rank: `attempt_0/3/stderr.log` (torchrun --log-dir: a local
+rank), `rank3.log`, `rank-3.log`, `train.rank3.log`, `log_rank_3.txt`, `local_rank_2.log` (a local
+rank), `worker_3.log`, `proc-3.out`, `gpu3.log`. A bare number is not a rank: schedulers put job and array ids in
+file names (`slurm-123456.out`, `%j`, `%A_%a`: `train-123456_7.out`, `job-0038.log`), and so do
+epochs, seeds and dates; `node-05/...` or `node3.log` is a host (a node index), not a rank.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ from pathlib import PurePath
 _RANK_PATTERNS = (
     # torchrun --log-dir: <run>/attempt_<n>/<local_rank>/{stdout,stderr}.log
     re.compile(r"attempt_\d+/(?P<local_rank>\d{1,5})/(?:stdout|stderr|error)(?:\.log|\.json)?$"),
+    re.compile(r"(?:^|[/_.-])local[_-]?rank[_-]?(?P<local_rank>\d{1,5})(?:[/_.-]|$)", re.IGNORECASE),
     re.compile(r"(?:^|[/_.-])rank[_-]?(?P<rank>\d{1,6})(?:[/_.-]|$)", re.IGNORECASE),
-    re.compile(r"(?:^|/)(?:worker|proc|process|gpu)[_-]?(?P<rank>\d{1,6})(?:[/_.-]|$)", re.IGNORECASE),
-    re.compile(r"(?<!slurm)[_-](?P<rank>\d{1,5})\.(?:out|log|err|txt)$"),
+    re.compile(r"(?:^|[/_.-])(?:worker|proc|process|gpu)[_-]?(?P<rank>\d{1,6})(?:[/_.-]|$)", re.IGNORECASE),
 )
 _HOST_PATTERN = re.compile(r"(?:^|/)(?P<host>(?:node|host|worker-node|gpu-node)[_-]?\d{1,5})(?:/|[._-])", re.IGNORECASE)
 _NODE_RANK = re.compile(r"(?:^|/)node[_-]?(?P<node>\d{1,5})(?:/|[._-])", re.IGNORECASE)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rootrank.diagnose.formats.timestamps import parse_time
 
@@ -65,6 +66,10 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     _p("glog-bracket", r"\[(?:(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})|[IWEF])\s[\w/.+-]{1,200}:\d{1,6}\]\s?", "["),
     # A log pasted as a Markdown quote (issue threads, chat): "> [rank1]: ...".
     _p("markdown-quote", r">[ \t]?", ">", ambiguous=True),
+    # A log pasted as an indented Markdown code block (four spaces or a tab before every line).
+    _p("markdown-indent", r"(?:\x20{4}|\t)", " \t", ambiguous=True),
+    # docker compose / container log multiplexers: "trainer-1  | ...", "worker-0 | ...".
+    _p("container-name", r"(?P<host>[A-Za-z][\w.-]{0,62})\s{1,16}\|\s?", _WORD_START, ambiguous=True),
     # srun --label: "3: " (task id = global rank); only when the whole source uses it.
     _p("srun-label", r"\s{0,4}(?P<rank>\d{1,5}):\s", " " + _DIGITS, ambiguous=True),
     # pdsh / DeepSpeed multi-node runner: "node-05: ", "192.168.12.21: ".
@@ -133,6 +138,8 @@ class Dialect:
 
     SAMPLE = 400
     MIN_SHARE = 0.3
+    # Tracebacks indent a third of their lines by themselves: only a block indented as a whole is a paste.
+    MIN_SHARES: ClassVar[dict[str, float]] = {"markdown-indent": 0.95}
 
     def __init__(self) -> None:
         self.seen = 0
@@ -153,7 +160,8 @@ class Dialect:
     def decide(self) -> frozenset[str]:
         if self.seen == 0:
             return frozenset()
-        chosen = {n for n, c in self.hits.items() if c / self.seen >= self.MIN_SHARE and c >= 3}
+        chosen = {n for n, c in self.hits.items()
+                  if c / self.seen >= self.MIN_SHARES.get(n, self.MIN_SHARE) and c >= 3}
         if "pdsh-host" in chosen and len(self.hosts) > 64:
             chosen.discard("pdsh-host")
         return frozenset(chosen)

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Deterministic generator of a log with N ranks and one event each: every rank prints gloo's recv
+timeout (the line torch 2.13 printed in the real gloo runs under tests/fixtures/logs/, e.g.
+distributed.rank-stalled--*-gloo-*), one rank first raises a ValueError traceback. For bench_memory.py.
+
+    python bench/gen_ranks.py bench/out/ranks-100000.log --ranks 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import BinaryIO
+
+TIMEOUT = ("[rank{rank}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:78] "
+           "Timed out waiting 15000ms for recv operation to complete\n")
+CAUSE = ("[rank{rank}]: Traceback (most recent call last):\n"
+         '[rank{rank}]:   File "/job/train.py", line 41, in <module>\n'
+         "[rank{rank}]:     loss = step(batch)\n"
+         "[rank{rank}]: ValueError: batch 3 has 0 rows\n")
+
+
+def write(out: BinaryIO, ranks: int, fail_rank: int) -> None:
+    out.write(CAUSE.format(rank=fail_rank).encode())
+    chunk: list[str] = []
+    for rank in range(ranks):
+        if rank != fail_rank:
+            chunk.append(TIMEOUT.format(rank=rank))
+        if len(chunk) >= 4096:
+            out.write("".join(chunk).encode())
+            chunk.clear()
+    out.write("".join(chunk).encode())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", help="output file, or - for stdout")
+    parser.add_argument("--ranks", type=int, default=1000)
+    parser.add_argument("--fail-rank", type=int, default=None, help="default: ranks // 3")
+    args = parser.parse_args()
+    fail_rank = args.fail_rank if args.fail_rank is not None else args.ranks // 3
+    if args.path == "-":
+        write(sys.stdout.buffer, args.ranks, fail_rank)
+    else:
+        with open(args.path, "wb") as out:
+            write(out, args.ranks, fail_rank)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
