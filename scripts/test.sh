@@ -29,7 +29,8 @@ echo "== ruff and mypy"
 .venv/bin/mypy --no-error-summary || status=1
 
 echo "== pytest"
-.venv/bin/python -m pytest -q -p no:cacheprovider || status=1
+# Unbuffered, so a CI log cut short still shows how far the suite got.
+PYTHONUNBUFFERED=1 .venv/bin/python -m pytest -q -p no:cacheprovider || status=1
 
 if [ "${ROOTRANK_SKIP_VSCODE:-0}" != "1" ] && [ -f package.json ]; then
   echo "== VS Code extension: lint and unit tests"

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from rootrank import atomic
+from rootrank.check import MAX_PARSE_CHARS
 
 PY = sys.executable
 HEAD = "from torch.utils.checkpoint import checkpoint\n"
@@ -133,7 +134,8 @@ def test_a_kill_during_the_write_leaves_the_original(tmp_path: Path, step: str) 
 def test_kills_at_random_moments_never_leave_a_partial_file(tmp_path: Path) -> None:
     """A real `check --fix` killed at moments spread over its run: the file is always either the
     original or the whole fix."""
-    original = big_source(2_000_000)
+    original = big_source(1_500_000)  # under the parse cap (MAX_PARSE_CHARS), so the fix is made
+    assert len(original) < MAX_PARSE_CHARS
     fixed = original.replace(CALL.encode(), FIXED_CALL.encode())
     path = tmp_path / "train.py"
     path.write_bytes(original)
