@@ -216,7 +216,8 @@ def test_torch_notes(torch: str | None, mode: str, passed: bool, call: str, expe
 @pytest.mark.parametrize(("torch", "curried", "expected"), [
     ("2.13.0", False, "prints `UserWarning: torch.utils.checkpoint: the use_reentrant parameter should be passed"),
     ("2.14.1", False, "(2.14.1)"),  # the 2.14 row's source: the hover says which version it describes
-    ("2.15.0", False, "outside the torch versions read (torch >=2.13,<2.15)"),
+    ("2.15.0", False, "(2.15.0)"),  # read in the 2.15.0 wheel
+    ("2.16.0", False, "outside the torch versions read (torch >=2.13,<2.16)"),
     ("2.13.0", True, "there is no curried form: `checkpoint(...)` without a function raises `TypeError: checkpoint() "
                      "missing 1 required positional argument: 'function'`"),
     ("2.14.1", True, "the curried form returns a decorator"),

@@ -171,7 +171,15 @@ def test_torch_214_facts_are_the_recorded_source_text() -> None:
     assert value("torch.respect-saved-tensors-hooks", on_214) == (
         "Passing `context_fn`, `debug`, or `respect_saved_tensors_hooks` is only supported when use_reentrant=False.")
     assert value("torch.missing-use-reentrant", on_214) == value("torch.missing-use-reentrant", {"torch": "2.13.0"})
-    assert not facts.answer("torch.missing-use-reentrant", {"torch": "2.15.0"}).known, "2.15 was not read"
+    on_215 = {"torch": "2.15.0"}  # read in the 2.15.0 wheel: the same code, the warning reworded
+    for topic in ("torch.curried-checkpoint", "torch.respect-saved-tensors-hooks", "torch.reentrant-kwargs"):
+        assert value(topic, on_215) == value(topic, on_214)
+    assert value("torch.missing-use-reentrant", on_215) == (
+        "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. In a future release, "
+        "calling checkpoint without use_reentrant will raise an exception. use_reentrant=False is recommended, but "
+        "if you need to preserve the current default behavior, you can pass use_reentrant=True. Refer to docs for "
+        "more details on the differences between the two variants.")
+    assert not facts.answer("torch.missing-use-reentrant", {"torch": "2.16.0"}).known, "2.16 was not read"
 
 
 @pytest.mark.parametrize("column", sorted(COLUMNS))
