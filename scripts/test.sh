@@ -30,7 +30,8 @@ echo "== ruff and mypy"
 
 echo "== pytest"
 # Unbuffered, so a CI log cut short still shows how far the suite got.
-PYTHONUNBUFFERED=1 .venv/bin/python -m pytest -q -p no:cacheprovider || status=1
+# A hung test fails alone after ROOTRANK_TEST_TIMEOUT s (tests/conftest.py); the whole run is bounded too.
+PYTHONUNBUFFERED=1 timeout -k 60 3600 .venv/bin/python -m pytest -q -p no:cacheprovider || status=1
 
 if [ "${ROOTRANK_SKIP_VSCODE:-0}" != "1" ] && [ -f package.json ]; then
   echo "== VS Code extension: lint and unit tests"
