@@ -14,7 +14,7 @@ collect_ignore_glob = ["check/*/*"]
 
 
 # A test that hangs must fail alone, with its stack, not hold the whole run until CI's own limit: past
-# ROOTRANK_TEST_TIMEOUT seconds (default 900; the slowest test takes about a minute) every thread's stack
+# ROOTRANK_TEST_TIMEOUT seconds (default 600; the slowest test takes about a minute) every thread's stack
 # is dumped and the test is interrupted with an error. SIGALRM reaches the main thread, where pytest and
 # pytest-asyncio's event loops run, so blocking waits (a subprocess, a socket, an event loop) are broken too.
 import faulthandler  # noqa: E402
@@ -25,7 +25,7 @@ from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
 
-TEST_TIMEOUT = int(os.environ.get("ROOTRANK_TEST_TIMEOUT", "900"))
+TEST_TIMEOUT = int(os.environ.get("ROOTRANK_TEST_TIMEOUT", "600"))
 
 
 class HungTestError(Exception):
