@@ -442,19 +442,51 @@ def _accelerate(config: _Config, data: dict[str, Any]) -> Iterator[Finding]:
 
 
 def _fsdp2_rng_state(config: _Config, fsdp: dict[str, Any]) -> Iterator[Finding]:
-    """Accelerate's FSDP2 activation checkpointing recomputes without the forward's RNG state; whether that
-    matters depends on the model having dropout, which the config does not show: a warning at most."""
+    """Accelerate's FSDP2 activation checkpointing recomputes without the forward's RNG state, which matters
+    only for a model that trains with dropout. The strength of the finding follows what the same file says
+    of dropout: a non-zero `*dropout*` setting (`lora_dropout: 0.05`) makes it a warning, settings that are
+    all zero silence it (the recompute is exact), and a file that names no dropout (an `accelerate config`
+    file, a recipe for a model whose config has none) gets a note, since most current models train without."""
     answer = facts.answer(RNG_STATE_TOPIC, config.versions)
     if answer.is_(False):
         return
+    dropouts = _dropout_settings(config.data)
+    if dropouts and not any(value > 0 for _, value in dropouts):
+        return
     note = "" if answer.known else \
         f" (applies to {facts.topic(RNG_STATE_TOPIC).versions_where(True)}; {answer.assumed})"
+    active = [f"`{name}: {value:g}`" for name, value in dropouts if value > 0][:3]
+    where = (f"this file sets {', '.join(active)}, so the" if active else
+             "this file names no dropout; if the model (or its LoRA adapters) trains with dropout, the")
     found = config.finding(RECOMPUTE, config.key(fsdp, "fsdp_activation_checkpointing"), (
         "`fsdp_activation_checkpointing: true` with `fsdp_version: 2`: Accelerate wraps each layer in "
-        "`checkpoint_wrapper(layer, preserve_rng_state=False)`, so a model that trains with dropout draws other "
-        "dropout masks in the recompute than in the forward and its gradients are silently inconsistent; set the "
-        "model's dropout to 0, or checkpoint the layers yourself with `preserve_rng_state=True`") + note)
-    yield dataclasses.replace(found, severity=Severity.WARNING, assumes=(answer.assumed,))
+        f"`checkpoint_wrapper(layer, preserve_rng_state=False)`; {where} recompute draws other dropout masks "
+        "than the forward and the gradients are silently inconsistent; set the dropout to 0, or checkpoint the "
+        "layers yourself with `preserve_rng_state=True`") + note)
+    yield dataclasses.replace(found, severity=Severity.WARNING if active else Severity.INFO, assumes=(answer.assumed,))
+
+
+_DROPOUT_KEY = re.compile(r"dropout|pdrop", re.IGNORECASE)
+
+
+def _dropout_settings(data: Any, limit: int = 10_000) -> list[tuple[str, float]]:
+    """Every numeric setting whose key names a dropout (`lora_dropout`, `attention_dropout`, `resid_pdrop`),
+    anywhere in the file, in document order; at most `limit` nodes are visited."""
+    found: list[tuple[str, float]] = []
+    stack: list[Any] = [data]
+    visited = 0
+    while stack and visited < limit:
+        node = stack.pop()
+        visited += 1
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(key, str) and _DROPOUT_KEY.search(key) and isinstance(value, (int, float)) \
+                        and not isinstance(value, bool):
+                    found.append((key, float(value)))
+            stack.extend(reversed([v for v in node.values() if isinstance(v, (dict, list))]))
+        elif isinstance(node, list):
+            stack.extend(reversed([v for v in node if isinstance(v, (dict, list))]))
+    return found
 
 
 def _deepspeed(config: _Config, data: dict[str, Any]) -> Iterator[Finding]:
