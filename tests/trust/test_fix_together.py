@@ -10,6 +10,7 @@ fix leaves its finding in place. The calls are generated: many per file, formatt
 from __future__ import annotations
 
 import ast
+import dataclasses
 import random
 from pathlib import Path
 
@@ -113,3 +114,15 @@ def test_a_file_that_did_not_compile_still_gets_fixes_that_remove_their_findings
     source = HEAD + "    y = checkpoint(blocks, x)\n    return (\n"  # unclosed: a syntax error at the end
     fixed, _ = fix_source(source, "train.py")
     assert fixed == source or "use_reentrant" in fixed
+
+
+@pytest.mark.parametrize("last", ["(x + y)", "((x) )", "(x\n    )", "(\n    x  # note\n)", "(yield x)", "[(x)]"])
+def test_the_keyword_lands_after_the_last_arguments_own_parentheses(last: str) -> None:
+    """Each fix of the real rule alone (the quick fix an editor applies) compiles: an argument's node ends
+    inside its parentheses, and the keyword used to be inserted there (`(x + y, use_reentrant=True)`)."""
+    source = HEAD + f"    return checkpoint(blocks, {last})\n"
+    [finding] = [f for f in check_source(source, "train.py") if f.rule == REAL]
+    for fix in finding.fixes:
+        fixed = apply_fixes(source, [dataclasses.replace(finding, fixes=(fix,))], unsafe=True)
+        compile(fixed, "train.py", "exec")
+        assert REAL not in _rules(fixed), (fix.title, fixed)

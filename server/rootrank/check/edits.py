@@ -51,8 +51,8 @@ def add_keyword(semantic: Semantic, call: ast.Call, text: str, api: str = "") ->
 def _past_closing_parentheses(semantic: Semantic, call: ast.Call, line: int, column: int) -> tuple[int, int]:
     """The position after the `)`s that close the last argument's own parentheses: an argument's node ends
     inside them (`f(a, (x + y))`: `x + y` ends before its `)`), and `, kw=...` there would land inside the
-    argument (`(x + y, kw=...)`, a SyntaxError). Only blanks and `)` are stepped over, up to the call's own
-    `)`; a comment or anything else stops it."""
+    argument (`(x + y, kw=...)`, a SyntaxError). Blanks, comments, line continuations and `)` are stepped
+    over, up to the call's own `)`; anything else (a `,`) stops it."""
     locator, source = semantic.locator, semantic.source
     _, _, call_line, call_column = semantic.span(call)
     close = locator.offset(call_line, call_column) - 1  # the call's own `)`
@@ -61,7 +61,11 @@ def _past_closing_parentheses(semantic: Semantic, call: ast.Call, line: int, col
         char = source[scan]
         if char == ")":
             position = scan + 1
-        elif not char.isspace():
+        elif char == "#":  # between two tokens a `#` starts a comment: step to its line's end
+            end = source.find("\n", scan)
+            scan = close if end < 0 else end
+            continue
+        elif not char.isspace() and char != "\\":  # a backslash here can only continue the line
             break
         scan += 1
     if position == locator.offset(line, column):
