@@ -118,6 +118,8 @@ def test_every_request_too_large_to_read_is_answered(raw_lsp, tmp_path: Path) ->
         # params before the id: the nested ids are not taken for the request's
         (932, {"jsonrpc": "2.0", "params": dict(nested, junk="j" * 100), "method": "textDocument/hover", "id": 932,
                "more": junk}),
+        # pygls' order (lsprotocol's fields): the method after 128 KiB of params
+        (933, {"id": 933, "params": dict(nested, junk=junk), "method": "textDocument/hover", "jsonrpc": "2.0"}),
     ]
     for msg_id, message in cases:
         _write(server, b"Content-Length: %d\r\n\r\n" % len(body := json.dumps(message).encode()) + body)
@@ -152,8 +154,10 @@ def test_the_request_id_scan_of_a_skipped_body() -> None:
     assert request_id(raw[:raw.index(b'"params"')]) == 12
     assert request_id(json.dumps({"method": "m", "id": "\u00e9\\\"x"}).encode()) == "\u00e9\\\"x"
     assert request_id(b'{"\\u0069d": 4, "method": "m"}') == 4
+    assert request_id(b'{"id": 5, "params": {"text": "' + b"x" * 70000) == 5  # pygls' order, cut in the params
+    assert request_id(b'{"id": 6, "params": [1, 2], "result": null}') is None
     for body in (b'{"id": 1.5, "method": "m"}', b'{"id": null, "method": "m"}', b'{"id": [1], "method": "m"}',
-                 b'{"id": 1, "method": 2}', b'{"id": 1}', b'[{"id": 1, "method": "m"}]', b'{"id": 1, "result": 2, '
+                 b'{"id": 1, "method": 2}', b'{"id": 1}', b'{"id": 1, "result": {"params": 1}}', b'[{"id": 1, "method": "m"}]', b'{"id": 1, "result": 2, '
                  b'"method": "m"}', b'{"method": "m", "error": {}, "id": 1}', b"", b"{", b'"id": 1, "method": "m"',
                  b'{"id": ' + b"9" * 30 + b', "method": "m"}', b'{"id": "' + b"s" * 2000 + b'", "method": "m"}'):
         assert request_id(body) is None, body

@@ -160,16 +160,17 @@ async def fix_all(ls: RootrankServer, document: TextDocument) -> list[types.Text
         return []
     if state.kind != KIND:
         return fix_all_edits(ls, document)
-    version = document.version
-    if state.fix_all is not None and state.fix_all[0] == version:
-        return state.fix_all[1]
+    version, published = document.version, state.diagnostics
+    # Kept for this version's published findings (a settings change re-publishes the same version).
+    if state.fix_all is not None and state.fix_all[0] == version and state.fix_all[1] is published:
+        return state.fix_all[2]
     path = check_path(state.uri, document.path, document.language_id)
     encoding = encoding_name(ls.workspace.position_encoding)
     edits = await asyncio.get_running_loop().run_in_executor(
         ls.executor, proven_fix_all, document.source, path, list(state.findings), ls, encoding)
     if ls.document(document.uri) is not document or document.version != version:
         return []  # the text changed meanwhile: these edits belong to an older version
-    state.fix_all = (version, edits)
+    state.fix_all = (version, published, edits)
     return edits
 
 

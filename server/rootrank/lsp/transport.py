@@ -13,12 +13,14 @@ drops the rest in fixed-size chunks, so memory stays bounded and the stream stay
 - a header line longer than `MAX_HEADER_LINE_BYTES` is read to its end and replaced by an ignored header;
 - a message whose Content-Length exceeds `MAX_MESSAGE_BYTES` is skipped whole (its headers are replaced
   by ignored ones, its body is read and discarded) and reported through `on_skip`; the next message is
-  read normally. When the body's first `ID_SCAN_BYTES` show a request (a top-level `"id"` and
-  `"method"`, no `"result"`/`"error"`), pygls' loop is handed a small stand-in instead, a request for
+  read normally. When the body's first `ID_SCAN_BYTES` show a request (a top-level `"id"`, and a
+  `"method"` or `"params"`, which no response has; no `"result"`/`"error"`), pygls' loop is handed a small stand-in instead, a request for
   `SKIPPED_METHOD` with that id, which the protocol (core.py) refuses with InvalidRequest: the client
   gets an answer instead of waiting forever, as soon as the prefix has arrived, and in the order of
   the stream. A notification or a response is skipped without a word to the client (there is no one
-  to answer); a request whose id comes after 64 KiB of params is too (no client writes one so).
+  to answer); a request whose id comes after 64 KiB of params is too (the scan reads no further).
+  Clients write the id early: vscode-jsonrpc `{"jsonrpc", "id", "method", "params"}`, pygls (lsprotocol's
+  field order) `{"id", "params", "method", "jsonrpc"}`, so the params are where the size is.
 
 The header rule mirrors pygls' (`Content-Length: N` exactly, CRLF-terminated; the first one in a block
 counts), so the reader and the loop always agree on where a body starts.
@@ -43,7 +45,7 @@ MAX_URI_CHARS = 16 * 1024
 """The longest document URI accepted (a 4096-byte path, every byte percent-encoded, is 12 KiB)."""
 
 ID_SCAN_BYTES = 64 * 1024
-"""How much of a skipped body is scanned for a request id (clients write `id` and `method` first)."""
+"""How much of a skipped body is scanned for a request id (clients write the id before the params)."""
 
 SKIPPED_METHOD = f"$/rootrank/skippedMessage/{secrets.token_hex(8)}"
 """The method of the stand-in for a skipped request: random per process, so no client can send it."""
@@ -164,8 +166,9 @@ class BoundedReader:
 
 def request_id(prefix: bytes) -> int | str | None:
     """The id of the JSON-RPC request whose body starts with `prefix`, or None when the prefix does not show
-    one: no top-level `"id"` (an integer or a string) and `"method"` (a string) before it ends, or a
-    `"result"`/`"error"` (a response: answering it would resolve some other request of the client's).
+    one: no top-level `"id"` (an integer or a string) and `"method"` (a string) or `"params"` before it
+    ends, or a `"result"`/`"error"` (a response: answering it would resolve some other request of the
+    client's; a response never has `params`).
 
     A token scan that tracks nesting, so that an `"id"` inside the params is never taken for the
     request's; strings are matched whole, so a quote or brace inside one changes nothing."""
@@ -173,7 +176,7 @@ def request_id(prefix: bytes) -> int | str | None:
     key: bytes | None = None  # the top-level key whose value comes next
     expect_key = False
     found: int | str | None = None
-    method = False
+    method = False  # a method or params seen: a request's
     position = 0
     while position < len(prefix):
         match = _TOKEN.match(prefix, position)
@@ -188,6 +191,8 @@ def request_id(prefix: bytes) -> int | str | None:
                 return None  # a batch: pygls does not take them, nor is there one id to answer
             if depth == 1 and key in (b"result", b"error"):
                 return None
+            if depth == 1 and key == b"params":
+                method = True  # only a request has params (a notification has no id)
             depth += 1
             expect_key = depth == 1
             key = None
@@ -211,7 +216,9 @@ def request_id(prefix: bytes) -> int | str | None:
         if key == b"id":
             found = _id_value(token)
         elif key == b"method":
-            method = token.startswith(b'"')
+            method = method or token.startswith(b'"')
+        elif key == b"params":
+            method = True
         key = None
     return found if method else None
 
