@@ -49,3 +49,40 @@ async def test_bad_arguments_are_an_error_and_the_server_stays_up(vscode: Langua
     with pytest.raises(JsonRpcException):
         await _scan(vscode, 1, 2)
     assert (await _scan(vscode))["failures"] == []
+
+
+async def test_the_scan_reads_only_files_under_the_workspace_folders(vscode: LanguageClient):
+    """Issue #22, item 21 for `rootrank.scanLogs`: links out of the workspace (to a file, to a folder) are
+    never read, the file links are listed as skipped; include globs that climb out (`..`) or are absolute
+    are InvalidParams; links that stay inside are read, once, by their real path."""
+    root: Path = vscode.root  # type: ignore[attr-defined]
+    outside = root.parent / f"{root.name}-elsewhere"
+    (outside / "logs").mkdir(parents=True)
+    for name in ("secret.log", "slurm-1.out", "x.err"):
+        shutil.copy(RANK1, outside / name)  # diagnosable: a read would show as a failure
+    shutil.copy(RANK1, outside / "logs" / "deep.log")
+    (root / "logs").mkdir()
+    shutil.copy(RANK1, root / "logs" / "train.log")
+    (root / "logs" / "out.log").symlink_to(outside / "secret.log")
+    (root / "slurm-9.out").symlink_to(outside / "slurm-1.out")
+    (root / "logs" / "elsewhere").symlink_to(outside, target_is_directory=True)
+    (root / "logs" / "ext").symlink_to(outside / "logs", target_is_directory=True)
+    (root / "in.err").symlink_to(root / "logs" / "train.log")  # inside: read, by its real path
+
+    result = await _scan(vscode, {"include": ["**/*.log", "**/*.out", "**/*.err", "**/*"]})
+    assert [Path(f["path"]) for f in result["failures"]] == [root / "logs" / "train.log"]
+    skipped = {Path(s["path"]).relative_to(root).as_posix(): s["reason"] for s in result["skipped"]}
+    assert set(skipped) == {"logs/out.log", "slurm-9.out", "logs/train.log"}, skipped
+    assert "outside the workspace folders" in skipped["logs/out.log"], skipped
+    assert "outside the workspace folders" in skipped["slurm-9.out"], skipped
+    assert skipped["logs/train.log"] == f"the same file as {root / 'in.err'}: read once"
+    assert result["scanned"] == 1
+    everything = [f["path"] for f in result["failures"]] + [s["path"] for s in result["skipped"]]
+    assert not [p for p in everything if str(outside) in p], everything
+
+    for glob in ("../*", f"../{outside.name}/*.log", "../../**/*.log", "logs/../../x.log", str(outside) + "/*.log",
+                 "/etc/*", "//etc/passwd", "~/*.log", "C:/Windows/*.log", "..\\..\\*.log"):
+        with pytest.raises(JsonRpcException, match="relative to the workspace folders"):
+            await _scan(vscode, {"include": [glob]})
+    defaults = await _scan(vscode)  # the server stays up; the defaults take logs/**/*.log and **/*.err
+    assert [Path(f["path"]) for f in defaults["failures"]] == [root / "logs" / "train.log"]

@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 
-from rootrank.lsp.transport import MAX_HEADER_LINE_BYTES, MAX_MESSAGE_BYTES, MAX_URI_CHARS, BoundedReader
+from rootrank.lsp.transport import (
+    ID_SCAN_BYTES,
+    MAX_HEADER_LINE_BYTES,
+    MAX_MESSAGE_BYTES,
+    MAX_URI_CHARS,
+    BoundedReader,
+    request_id,
+)
 from tests.trust.conftest import PY, RawLsp
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the server's /proc status")
@@ -80,7 +87,10 @@ def test_a_message_over_the_limit_is_skipped_and_the_next_one_answered(raw_lsp, 
     skipped = [m for m in server.seen if m.get("method") == "window/logMessage"
                and "skipped a message of" in m["params"]["message"]]
     assert len(skipped) == 2, server.seen
-    assert not [m for m in server.seen if m.get("id") in (900, 901)], "a skipped message was read after all"
+    for msg_id in (900, 901):  # skipped unread, and still answered: the id comes from the body's start
+        error = server.response(msg_id).get("error", {})
+        assert error.get("code") == -32600 and "too large" in error.get("message", ""), error
+    assert not [m for m in server.seen if m.get("id") in (900, 901) and "result" in m], "a skipped message was read"
     # exactly at the limit is read
     at_limit = dict(HOVER, junk="")
     size = len(json.dumps({"jsonrpc": "2.0", "id": 903, "method": "textDocument/hover", "params": at_limit}))
@@ -90,6 +100,75 @@ def test_a_message_over_the_limit_is_skipped_and_the_next_one_answered(raw_lsp, 
     _write(server, b"Content-Length: %d\r\n\r\n" % len(raw) + raw)
     assert "result" in server.response(903)
     assert server.shutdown() == 0
+
+
+def test_every_request_too_large_to_read_is_answered(raw_lsp, tmp_path: Path) -> None:
+    """A request skipped for its size gets InvalidRequest for its own id (an int or a string, wherever the
+    params put an `id` of their own), and promptly: from the body's first 64 KiB, even when the rest of an
+    announced 100 GB never comes. Nothing is answered for a notification or a response (a client's answer
+    to a server request) too large to read."""
+    server = raw_lsp(command=SMALL_LIMIT_SERVER)
+    server.initialize(tmp_path)
+    junk = "j" * (2 * SMALL_LIMIT)
+    nested = {"textDocument": {"uri": "file:///nowhere/x.py"}, "position": {"line": 0, "character": 0},
+              "context": {"id": 999, "items": [{"id": 998, "method": "x"}], "text": '"id": 997, {"method"'}}
+    cases: list[tuple[Any, dict[str, Any]]] = [
+        (930, {"jsonrpc": "2.0", "id": 930, "method": "textDocument/hover", "params": dict(nested, junk=junk)}),
+        ("req-931", {"jsonrpc": "2.0", "id": "req-931", "method": "textDocument/hover", "params": {"junk": junk}}),
+        # params before the id: the nested ids are not taken for the request's
+        (932, {"jsonrpc": "2.0", "params": dict(nested, junk="j" * 100), "method": "textDocument/hover", "id": 932,
+               "more": junk}),
+        # pygls' order (lsprotocol's fields): the method after 128 KiB of params
+        (933, {"id": 933, "params": dict(nested, junk=junk), "method": "textDocument/hover", "jsonrpc": "2.0"}),
+    ]
+    for msg_id, message in cases:
+        _write(server, b"Content-Length: %d\r\n\r\n" % len(body := json.dumps(message).encode()) + body)
+        error = server.response(msg_id).get("error", {})  # type: ignore[arg-type]
+        assert error.get("code") == -32600 and f"{len(body)} bytes" in error.get("message", ""), (msg_id, error)
+    before = len(server.seen)
+    for silent in ({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"junk": junk, "id": 940}},
+                   {"jsonrpc": "2.0", "id": 941, "result": {"junk": junk}},
+                   {"jsonrpc": "2.0", "id": 942, "error": {"code": 1, "message": junk}, "method": "x"}):
+        body = json.dumps(silent).encode()
+        _write(server, b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    assert "result" in server.request("textDocument/hover", HOVER)
+    answered = [m for m in server.seen[before:] if m.get("id") in (940, 941, 942, 998, 999, 997)]
+    assert not answered, answered
+    # 100 GB announced, 80 KiB sent: the answer comes from what did arrive
+    head = json.dumps({"jsonrpc": "2.0", "id": 950, "method": "textDocument/hover", "params": {"junk": ""}})
+    _write(server, b"Content-Length: 100000000000\r\n\r\n" + head[:-3].encode() + b"j" * (80 * 1024))
+    error = server.response(950).get("error", {})
+    assert error.get("code") == -32600 and "100000000000 bytes" in error.get("message", ""), error
+    _no_traceback(server)
+
+
+def test_the_request_id_scan_of_a_skipped_body() -> None:
+    """The id scan over hostile bodies: cut anywhere, nested deep, full of quotes and escapes; it finds the
+    top-level id of a request or nothing, in bounded time over the 64 KiB it is given."""
+    request = {"jsonrpc": "2.0", "id": 12, "method": "m", "params": {"id": 5, "s": 'a\\"id": 6, "x\\'}}
+    raw = json.dumps(request).encode()
+    assert request_id(raw) == 12
+    for cut in range(len(raw)):  # every prefix: the id once id and method are both in, else None
+        found = request_id(raw[:cut])
+        assert found in (None, 12), (cut, found)
+    assert request_id(raw[:raw.index(b'"params"')]) == 12
+    assert request_id(json.dumps({"method": "m", "id": "\u00e9\\\"x"}).encode()) == "\u00e9\\\"x"
+    assert request_id(b'{"\\u0069d": 4, "method": "m"}') == 4
+    assert request_id(b'{"id": 5, "params": {"text": "' + b"x" * 70000) == 5  # pygls' order, cut in the params
+    assert request_id(b'{"id": 6, "params": [1, 2], "result": null}') is None
+    for body in (b'{"id": 1.5, "method": "m"}', b'{"id": null, "method": "m"}', b'{"id": [1], "method": "m"}',
+                 b'{"id": 1, "method": 2}', b'{"id": 1}', b'{"id": 1, "result": {"params": 1}}', b'[{"id": 1, "method": "m"}]', b'{"id": 1, "result": 2, '
+                 b'"method": "m"}', b'{"method": "m", "error": {}, "id": 1}', b"", b"{", b'"id": 1, "method": "m"',
+                 b'{"id": ' + b"9" * 30 + b', "method": "m"}', b'{"id": "' + b"s" * 2000 + b'", "method": "m"}'):
+        assert request_id(body) is None, body
+    deep = b'{"method": "m", "params": ' + b"[" * 40000 + b'{"id": 3}' + b"]" * 40000 + b', "id": 8}'
+    assert request_id(deep[:ID_SCAN_BYTES]) is None and request_id(deep) == 8
+    hostile = [b'{"id": 2, "method": "m", "p": "' + b'\\"' * 30000, b'{"method":"m","id":2,' + b'"\\' * 30000,
+               b'{"method": "m", "id": 2' + b", " * 30000, b"{" + b'"a":"b",' * 8000]
+    start = time.monotonic()
+    for body in hostile:
+        request_id(body[:ID_SCAN_BYTES])
+    assert time.monotonic() - start < 5
 
 
 def test_a_huge_header_line_is_not_buffered(raw_lsp, tmp_path: Path) -> None:

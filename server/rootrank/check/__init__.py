@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Sequence
 
 from rootrank.check import rules as _rules  # noqa: F401  (registers every rule)
 from rootrank.check.bounds import (
@@ -30,7 +31,7 @@ from rootrank.check.source import MENTIONS_CHECKPOINTING, Locator
 from rootrank.check.walker import collect, run_rules
 from rootrank.model import Finding, Severity
 
-__all__ = ["MAX_PARSE_CHARS", "SKIPPED", "SYNTAX_ERROR", "CheckCancelledError", "CheckOptions", "check_source", "filter_findings", "fix_source", "is_config",
+__all__ = ["MAX_PARSE_CHARS", "SKIPPED", "SYNTAX_ERROR", "CheckCancelledError", "CheckOptions", "check_source", "filter_findings", "fix_source", "fix_together", "is_config",
            "is_notebook", "severity_of"]
 
 LOG = logging.getLogger(__name__)
@@ -125,34 +126,100 @@ _MAY_SILENCE = re.compile("noqa", re.I)
 MAX_FIX_PASSES = 10  # as ruff: re-check after each pass, since overlapping fixes wait for the next one
 
 
+MAX_FIX_CHECKS = 24  # re-checks one fix-all may spend finding the fixes that hold together (see fix_together)
+
+
+def fix_together(source: str, path: str, findings: Sequence[Finding], recheck: Callable[[str], list[Finding]],
+                 unsafe: bool = False, max_checks: int = MAX_FIX_CHECKS
+                 ) -> tuple[str, list[Finding], list[Finding] | None]:
+    """One fix-all pass over `findings` (their chosen fixes, check/fixes.choose): (the text, the findings
+    fixed, `recheck(text)` when the text changed, else None).
+
+    Each fix is proven alone where it is made; together they must hold too. The combined text must compile
+    (when the source did) and its re-check must no longer show any finding that was fixed (fixes.still_found;
+    for a notebook, compiling is the test). When all together fail, the fixes are tried by halves, each half
+    added to those already kept only if the result still holds (so a fix that breaks the others is dropped
+    and every fix compatible with the kept ones stays; a fix whose finding is still reported is left out
+    at once, without halving), within `max_checks` re-checks (and four times as many compiles), so a pass
+    costs one re-check when nothing conflicts and a fix-all stays bounded on a hostile file."""
+    from rootrank.check.fixes import plan_fixes, splice, still_found
+
+    notebook = is_notebook(path)
+    compiled = _compiles(source, path)
+    ordered = sorted(findings, key=lambda f: (f.cell or 0, f.line, f.column, f.rule))
+    checks = tries = 0
+    kept: list[Finding] = []
+    best: tuple[str, list[Finding], list[Finding] | None] = (source, [], None)
+
+    def attempt(group: list[Finding]) -> tuple[str, list[Finding], list[Finding] | None] | list[Finding] | None:
+        """The result of fixing `group`; when it does not hold, None if it does not compile, else the fixed
+        findings still reported."""
+        nonlocal checks, tries
+        tries += 1
+        if notebook:
+            from rootrank.check.notebook import apply_to_cells
+
+            text = apply_to_cells(source, group, lambda cell, found: splice(cell, plan_fixes(cell, found, unsafe).spans))
+            fixed, plan = group, None
+        else:
+            plan = plan_fixes(source, group, unsafe)
+            text, fixed = splice(source, plan.spans), plan.fixed
+        if text == source:
+            return source, [], None
+        if compiled and not _compiles(text, path):
+            return None
+        checks += 1
+        after = recheck(text)
+        remaining = still_found(source, plan, text, after) if plan is not None else []
+        return remaining or (text, fixed, after)
+
+    def exhausted() -> bool:
+        return checks >= max_checks or tries >= 4 * max_checks  # each try compiles the whole text
+
+    def add(group: list[Finding]) -> None:
+        nonlocal best
+        while group and not exhausted():
+            result = attempt(kept + group)
+            if isinstance(result, tuple):
+                kept.extend(group)
+                best = result
+                return
+            blamed = {id(f) for f in result or ()}
+            if result is not None and not any(id(f) in blamed for f in kept):
+                # compiled, but some fixed findings of the group are still reported: without them, try again
+                group = [f for f in group if id(f) not in blamed]
+                continue
+            if len(group) > 1:
+                middle = len(group) // 2
+                add(group[:middle])
+                add(group[middle:])
+            return
+
+    add(ordered)
+    return best
+
+
 def fix_source(source: str, path: str, options: CheckOptions | None = None,
                unsafe: bool = False) -> tuple[str, int]:
     """The text after `--fix` (safe fixes; `unsafe` adds the unsafe ones), re-checked after each pass until
-    nothing changes, and how many findings were fixed. Notebooks are fixed cell by cell. Python that
-    compiled before compiles after: a pass whose result does not is cut down to the fixes that each
-    compile, and dropped when even those together do not."""
-    from rootrank.check.fixes import apply_fixes, choose
+    nothing changes, and how many findings were fixed. Notebooks are fixed cell by cell. Each pass keeps
+    the fixes that hold together (fix_together): Python that compiled before compiles after, and no fixed
+    finding is still reported."""
+    from rootrank.check.fixes import choose
 
-    def apply(text: str, findings: list[Finding]) -> str:
-        if is_notebook(path):
-            from rootrank.check.notebook import apply_to_cells
-
-            return apply_to_cells(text, findings, lambda cell, found: apply_fixes(cell, found, unsafe=unsafe))
-        return apply_fixes(text, findings, unsafe=unsafe)
+    def recheck(text: str) -> list[Finding]:
+        return check_source(text, path, options)
 
     count = 0
     original = source
+    after: list[Finding] | None = None
     for _ in range(MAX_FIX_PASSES):
-        findings = [f for f in check_source(source, path, options) if choose(f, unsafe) is not None]
-        fixed = apply(source, findings)
-        if fixed != source and not _compiles(fixed, path) and _compiles(source, path):
-            findings = [f for f in findings if _compiles(apply(source, [f]), path)]
-            fixed = apply(source, findings)
-            if not _compiles(fixed, path):
-                break
+        current = after if after is not None else recheck(source)
+        findings = [f for f in current if choose(f, unsafe) is not None]
+        fixed, done, after = fix_together(source, path, findings, recheck, unsafe)
         if fixed == source:
             break
-        count += len(findings)
+        count += len(done)
         source = fixed
     return _keep_line_endings(original, source), count
 

@@ -44,7 +44,34 @@ def add_keyword(semantic: Semantic, call: ast.Call, text: str, api: str = "") ->
         return Edit(end_line, end_column - 1, end_line, end_column - 1, text)
     last = max(arguments, key=lambda a: (getattr(a, "end_lineno", 0), getattr(a, "end_col_offset", 0)))
     _, _, end_line, end_column = semantic.span(last)
+    end_line, end_column = _past_closing_parentheses(semantic, call, end_line, end_column)
     return Edit(end_line, end_column, end_line, end_column, f", {text}")
+
+
+def _past_closing_parentheses(semantic: Semantic, call: ast.Call, line: int, column: int) -> tuple[int, int]:
+    """The position after the `)`s that close the last argument's own parentheses: an argument's node ends
+    inside them (`f(a, (x + y))`: `x + y` ends before its `)`), and `, kw=...` there would land inside the
+    argument (`(x + y, kw=...)`, a SyntaxError). Blanks, comments, line continuations and `)` are stepped
+    over, up to the call's own `)`; anything else (a `,`) stops it."""
+    locator, source = semantic.locator, semantic.source
+    _, _, call_line, call_column = semantic.span(call)
+    close = locator.offset(call_line, call_column) - 1  # the call's own `)`
+    position = scan = locator.offset(line, column)
+    while scan < close:
+        char = source[scan]
+        if char == ")":
+            position = scan + 1
+        elif char == "#":  # between two tokens a `#` starts a comment: step to its line's end
+            end = source.find("\n", scan)
+            scan = close if end < 0 else end
+            continue
+        elif not char.isspace() and char != "\\":  # a backslash here can only continue the line
+            break
+        scan += 1
+    if position == locator.offset(line, column):
+        return line, column
+    new_line = locator.line_of(position)
+    return new_line, position - locator.offset(new_line, 1) + 1
 
 
 def set_keyword(semantic: Semantic, call: ast.Call, name: str, value: str, api: str = "") -> Edit | None:

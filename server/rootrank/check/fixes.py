@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 from collections.abc import Iterable, Mapping
 
 from rootrank.check.source import Locator
@@ -71,13 +72,33 @@ def choose(finding: Finding, unsafe: bool) -> Fix | None:
 
 def apply_fixes(source: str, findings: Iterable[Finding], unsafe: bool = False) -> str:
     """Apply the chosen fix of each finding; a fix overlapping an accepted one is left for a later pass."""
+    return splice(source, plan_fixes(source, findings, unsafe).spans)
+
+
+@dataclasses.dataclass(frozen=True)
+class FixPlan:
+    """What `apply_fixes` would do: the edits as string spans (start, end, new text), sorted and never
+    overlapping; the edits themselves; and the findings they fix (a finding whose fix has exactly the edits
+    of one already taken is fixed by those, and counted)."""
+
+    spans: list[tuple[int, int, str]]
+    edits: list[Edit]
+    fixed: list[Finding]
+
+
+def plan_fixes(source: str, findings: Iterable[Finding], unsafe: bool = False) -> FixPlan:
     locator = Locator(source)
     accepted: list[tuple[int, int, str]] = []  # kept sorted by start; never overlapping
+    edits: list[Edit] = []
+    fixed: list[Finding] = []
     seen: set[tuple[Edit, ...]] = set()
     ordered = sorted(findings, key=lambda f: (f.line, f.column, f.rule))
     for finding in ordered:
         fix = choose(finding, unsafe)
-        if fix is None or fix.edits in seen:
+        if fix is None:
+            continue
+        if fix.edits in seen:
+            fixed.append(finding)
             continue
         spans = [(locator.offset(e.line, e.column), locator.offset(e.end_line, e.end_column), e.text)
                  for e in fix.edits]
@@ -85,17 +106,48 @@ def apply_fixes(source: str, findings: Iterable[Finding], unsafe: bool = False) 
                 or any(_overlaps(a, b) for i, a in enumerate(spans) for b in spans[i + 1:]):
             continue
         seen.add(fix.edits)
+        fixed.append(finding)
+        edits.extend(fix.edits)
         for span in spans:
             bisect.insort(accepted, span, key=lambda s: (s[0], s[1]))
-    # Build the result in one pass (slicing the source once per edit would be quadratic).
+    return FixPlan(accepted, edits, fixed)
+
+
+def splice(source: str, spans: list[tuple[int, int, str]]) -> str:
+    """`source` with the sorted, non-overlapping `spans` replaced, in one pass (slicing the source once per
+    edit would be quadratic)."""
     pieces: list[str] = []
     position = 0
-    for start, end, text in accepted:
+    for start, end, text in spans:
         pieces.append(source[position:start])
         pieces.append(text)
         position = end
     pieces.append(source[position:])
     return "".join(pieces)
+
+
+def still_found(source: str, plan: FixPlan, fixed_text: str, after: Iterable[Finding]) -> list[Finding]:
+    """The findings of `plan` that the check of `fixed_text` (its findings: `after`) still reports: the same
+    rule at the same start with the same message, carried through the edits (a start inside an edited span moves to the span's
+    start). A fix that holds alone can fail beside another one (two fixes that each add a keyword the other
+    conflicts with, one that re-creates what the other removes); this is how a fix-all sees it."""
+    old, new = Locator(source), Locator(fixed_text)
+    starts = [span[0] for span in plan.spans]
+    shifts = list(itertools.accumulate(len(text) - (end - start) for start, end, text in plan.spans))
+
+    def moved(offset: int) -> int:
+        index = bisect.bisect_right(starts, offset) - 1  # the last span starting at or before the offset
+        if index < 0:
+            return offset
+        start, end, _ = plan.spans[index]
+        before = shifts[index - 1] if index else 0
+        if offset < end:  # inside an edited span
+            return start + before
+        return offset + shifts[index]
+
+    # The message too: a rule may report two things at one call, and fixing one leaves the other.
+    present = {(f.rule, new.offset(f.line, f.column), f.message) for f in after}
+    return [f for f in plan.fixed if (f.rule, moved(old.offset(f.line, f.column)), f.message) in present]
 
 
 def _collides(span: tuple[int, int, str], accepted: list[tuple[int, int, str]]) -> bool:

@@ -5,6 +5,11 @@ its own (work.scan_run, as `rootrank scan` reads a run), with bounded work on a 
   virtualenvs, caches) nor any matching an exclude glob, and stops after MAX_ENTRIES entries.
 - Reading: at most `max_files` files, none larger than `max_file_bytes` (those are listed as skipped,
   with the reason, never dropped silently); `cancelled()` is asked between folders and between files.
+- Confined to the folders: the walk never follows a symlinked folder, and a file whose real path
+  (symlinks resolved) is not under one of the folders (resolved too) is listed as skipped, never read;
+  a file is read by its real path, the one that was checked, and once however many links reach it. The globs only ever match paths relative
+  to a folder (they have no `..`), so no glob reaches outside one; the language server refuses an
+  include glob with a `..` segment or an absolute one rather than let it match nothing silently.
 
 Globs are VS Code's: `*` within a path segment, `**` across segments, `?` one character; a glob with
 no `/` matches a file name in any folder (`slurm-*.out` is `**/slurm-*.out`).
@@ -108,9 +113,20 @@ def scan_workspace(folders: Sequence[str], include: Sequence[str] = DEFAULT_INCL
                    library: Library | None = None) -> WorkspaceScan:
     """Find the workspace's log files and read each one (see the module's docstring for the bounds)."""
     files, truncated = find_logs(folders, include, exclude, cancelled)
+    roots = [os.path.realpath(folder) for folder in folders]
     skipped: list[Skipped] = []
     todo: list[str] = []
+    taken: dict[str, str] = {}  # real path -> the path it was found by
     for path in files:
+        real = _confined(path, roots)
+        if real is None:
+            skipped.append(Skipped(path, "a link to a file outside the workspace folders: not read"))
+            continue
+        if real in taken:  # two links, or a link and its file: one file, read once
+            skipped.append(Skipped(path, f"the same file as {taken[real]}: read once"))
+            continue
+        taken[real] = path
+        path = real
         try:
             size = os.stat(path).st_size
         except OSError as exc:
@@ -131,6 +147,18 @@ def scan_workspace(folders: Sequence[str], include: Sequence[str] = DEFAULT_INCL
             on_progress(done + 1, len(todo), row.path)
     stopped = cancelled()
     return WorkspaceScan(tuple(rows), tuple(skipped), truncated and not stopped, stopped)
+
+
+def _confined(path: str, roots: Sequence[str]) -> str | None:
+    """`path` with its symlinks resolved when that is under one of `roots` (already resolved), else None."""
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+    for root in roots:
+        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+            return real
+    return None
 
 
 def _read(paths: list[str], library: Library, cancelled: Callable[[], bool]) -> Iterator[RunResult]:

@@ -1,23 +1,33 @@
 """Code actions: each diagnostic's fixes, "Ignore <id> on this line", and `source.fixAll.rootrank`.
 
-Everything comes from `Diagnostic.data` as published (or, for clients that do not echo `data`, from the
+Quick fixes come from `Diagnostic.data` as published (or, for clients that do not echo `data`, from the
 diagnostics the server published for the current version); nothing is recomputed. The preferred fix is
 the first safe one; unsafe fixes say "(unsafe)" in their title and are never part of fix-all;
 display-only fixes are not offered as edits.
+
+Fix-all is proven together, as `rootrank check --fix` is (check.fix_together, the same code): the safe
+fixes of a file (Python or a config) are combined, the result re-checked in a worker thread, and kept
+only if it compiles (as the text did) and none of the fixed findings is still reported; otherwise the
+fixes are tried by halves and those that break the others are left out. The answer is kept per document
+version (a lightbulb request asks for it on every cursor move). A notebook cell, a module only with its
+notebook's other cells, gets its safe fixes unproven, none overlapping another.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from rootrank.lsp.convert import range_from_json
+from rootrank.lsp.convert import Lines, edit_to_lsp, encoding_name, range_from_json
 
 if TYPE_CHECKING:
     from pygls.workspace import TextDocument
 
     from rootrank.lsp.core import RootrankServer
+    from rootrank.model import Finding
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.rootrank"
 KINDS: list[types.CodeActionKind | str] = [types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL]
@@ -94,7 +104,8 @@ def quick_fixes(
 
 
 def fix_all_edits(ls: RootrankServer, document: TextDocument) -> list[types.TextEdit]:
-    """The safe fixes of every current diagnostic, whole fixes only, none overlapping an earlier one."""
+    """The safe fixes of every current diagnostic, whole fixes only, none overlapping an earlier one
+    (unproven: for notebook cells, see the module docstring)."""
     state = ls.state(document.uri)
     if state is None or state.published_version != document.version:
         return []
@@ -115,7 +126,55 @@ def fix_all_edits(ls: RootrankServer, document: TextDocument) -> list[types.Text
     return out
 
 
-def code_action(ls: RootrankServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+def proven_fix_all(text: str, path: str, findings: list[Finding], ls: RootrankServer,
+                   encoding: str) -> list[types.TextEdit]:
+    """The safe fixes of `findings` that hold together in `text` (check.fix_together), as edits in the
+    client's positions; runs in a worker thread. The re-check is the one diagnostics run (same settings,
+    same library versions), so "still reported" means what the user would see."""
+    from rootrank.check import fix_together
+    from rootrank.check.fixes import choose, plan_fixes
+    from rootrank.lsp import engine
+    from rootrank.lsp.diagnostics import SKIPPED_RULES
+
+    settings = ls.settings
+    versions = engine.versions_for(settings.python, path if os.path.isabs(path) else None, ls.workspace_roots())
+
+    def recheck(fixed: str) -> list[Finding]:
+        found = engine.check_isolated(fixed, path, settings.select, settings.ignore, lambda rule, exc: None, versions)
+        return [f for f in found if f.rule not in SKIPPED_RULES]
+
+    candidates = [f for f in findings if choose(f, unsafe=False) is not None]
+    if not candidates:
+        return []
+    _, fixed, _ = fix_together(text, path, candidates, recheck)
+    lines = Lines(text, encoding)
+    return [edit_to_lsp(edit, lines) for edit in plan_fixes(text, fixed).edits]
+
+
+async def fix_all(ls: RootrankServer, document: TextDocument) -> list[types.TextEdit]:
+    """The edits of `source.fixAll.rootrank` for the document's current version (see the module docstring)."""
+    from rootrank.lsp.diagnostics import KIND, check_path
+
+    state = ls.state(document.uri)
+    if state is None or state.published_version != document.version:
+        return []
+    if state.kind != KIND:
+        return fix_all_edits(ls, document)
+    version, published = document.version, state.diagnostics
+    # Kept for this version's published findings (a settings change re-publishes the same version).
+    if state.fix_all is not None and state.fix_all[0] == version and state.fix_all[1] is published:
+        return state.fix_all[2]
+    path = check_path(state.uri, document.path, document.language_id)
+    encoding = encoding_name(ls.workspace.position_encoding)
+    edits = await asyncio.get_running_loop().run_in_executor(
+        ls.executor, proven_fix_all, document.source, path, list(state.findings), ls, encoding)
+    if ls.document(document.uri) is not document or document.version != version:
+        return []  # the text changed meanwhile: these edits belong to an older version
+    state.fix_all = (version, published, edits)
+    return edits
+
+
+async def code_action(ls: RootrankServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
     document = ls.document(params.text_document.uri)
     if document is None:
         return None
@@ -129,7 +188,7 @@ def code_action(ls: RootrankServer, params: types.CodeActionParams) -> list[type
             if data is not None:
                 actions.extend(quick_fixes(ls, document, diagnostic, data))
     if _wanted(FIX_ALL, only):
-        edits = fix_all_edits(ls, document)
+        edits = await fix_all(ls, document)
         if edits:
             actions.append(types.CodeAction(
                 title="rootrank: fix all (safe fixes)", kind=FIX_ALL, edit=_edit(ls, document, edits)))

@@ -34,7 +34,7 @@ from pygls.workspace import TextDocument
 
 from rootrank.lsp.settings import Settings, has_settings, parse_settings
 from rootrank.lsp.state import DocumentState
-from rootrank.lsp.transport import BoundedReader, uri_problem
+from rootrank.lsp.transport import SKIPPED_METHOD, BoundedReader, uri_problem
 
 LOG = logging.getLogger("rootrank.lsp")
 
@@ -56,7 +56,9 @@ class RootrankProtocol(LanguageServerProtocol):
     request after `shutdown`, which leaves the client waiting forever: these get an error response here
     (InvalidParams, InvalidRequest; the LSP asks for InvalidRequest after shutdown). A message naming a
     document by a URI no file system can hold (a NUL, control characters, unparsable) is refused before
-    any feature sees it: InvalidParams for a request, dropped with a warning for a notification.
+    any feature sees it: InvalidParams for a request, dropped with a warning for a notification. A request
+    too large to read (transport.BoundedReader skipped it and hands on a stand-in with its id) is refused
+    with InvalidRequest.
     """
 
     def structure_message(self, data: dict[str, Any]) -> Any:
@@ -77,6 +79,12 @@ class RootrankProtocol(LanguageServerProtocol):
             return
         method = getattr(message, "method", None)
         request = isinstance(method, str) and hasattr(message, "id")
+        if request and method == SKIPPED_METHOD:
+            params = getattr(message, "params", None)
+            # pygls hands the params of a method it does not know as a namedtuple, not a dict
+            detail = params.get("message") if isinstance(params, dict) else getattr(params, "message", None)
+            self._refuse(message.id, JsonRpcInvalidRequest(f"the request is too large: {detail or 'skipped'}"))
+            return
         if request and message.jsonrpc != self.VERSION:
             self._refuse(message.id, JsonRpcInvalidRequest(f"not a JSON-RPC 2.0 request: {method}"))
             return

@@ -23,6 +23,8 @@ class DocumentState:
     diagnostics: list[types.Diagnostic] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     diagnosis: Diagnosis | None = None
+    # (version, the diagnostics published for it, their proven fix-all edits)
+    fix_all: tuple[int | None, list[types.Diagnostic], list[types.TextEdit]] | None = None
     growing: GrowingText | None = None  # a log document: its live diagnosis, for versions that only append
     # scheduling: one run at a time per document; edits during a run make it stale and schedule another
     timer: asyncio.TimerHandle | None = None

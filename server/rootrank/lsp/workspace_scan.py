@@ -9,13 +9,16 @@ UI's cancel stops it between files. The result:
      "skipped": [{"path", "reason"}], "scanned": N, "truncated": bool, "cancelled": bool}
 
 `failures` holds the files whose row `rootrank scan` would mark failed (a root cause that failed the
-job), in path order; unreadable files are among `skipped`, with the reason.
+job), in path order; unreadable files are among `skipped`, with the reason, and so are links to files
+outside the workspace folders (never read). An include glob with a `..` segment or an absolute one is
+InvalidParams.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -41,11 +44,23 @@ def parse_arguments(args: tuple[Any, ...]) -> dict[str, Any]:
         value = options.get(key)
         if value is not None and (not isinstance(value, list) or not all(isinstance(g, str) for g in value)):
             raise JsonRpcInvalidParams(f"{SCAN}: {key} must be a list of glob strings")
+    for glob in options.get("include") or ():
+        # A glob only ever matches paths under a folder; one naming a place elsewhere is a mistake to report,
+        # not a pattern to match nothing with (fleet/workspace.py confines the files read in any case).
+        if _escapes(glob):
+            raise JsonRpcInvalidParams(f"{SCAN}: include globs are relative to the workspace folders, "
+                                       f"without '..' or an absolute path: {glob[:200]!r}")
     for key in ("maxFiles", "maxFileBytes"):
         value = options.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise JsonRpcInvalidParams(f"{SCAN}: {key} must be a positive integer")
     return options
+
+
+def _escapes(glob: str) -> bool:
+    """Whether `glob` names a place outside the folder it is matched in: a `..` segment, or absolute."""
+    text = glob.strip().replace("\\", "/")
+    return ".." in text.split("/") or text.startswith(("/", "~")) or bool(re.match(r"[A-Za-z]:", text))
 
 
 def folders_of(ls: RootrankServer) -> list[str]:
