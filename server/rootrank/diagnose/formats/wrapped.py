@@ -88,7 +88,10 @@ def wrap_width(sample: bytes) -> int | None:
     lines = sample[:SAMPLE_BYTES].split(b"\n")
     if len(sample) > SAMPLE_BYTES or not sample.endswith(b"\n"):
         lines.pop()  # a row cut by the sample, not by the terminal
-    widths = [_width(line) for line in lines]
+    if sample.isascii() and b"\r" not in sample and b"\x1b" not in sample:
+        widths = list(map(len, lines))  # one column a byte: measured in C
+    else:
+        widths = list(map(_width, lines))
     if not widths:
         return None
     width = max(widths)
@@ -101,16 +104,16 @@ def wrap_width(sample: bytes) -> int | None:
         return None
     rows: set[bytes] = set()
     evidenced = 0
-    record = b""
-    for i, line in enumerate(lines):
-        if i and widths[i - 1] == width:
-            row = lines[i - 1]
-            if _continues(line, record) and not _boundary(row, line):
-                rows.add(row + b"\n" + line)
-                if full > 1 or (row.rstrip(b"\r")[-1:] != b" " and line[:1] != b" "):
-                    evidenced += 1
-                continue
-        record = line
+    # Only the lines after full rows are looked at; each continues the record its row belongs to.
+    record_of: dict[int, bytes] = {}  # a line taken as a continuation -> the first row of its record
+    for i in [i + 1 for i, w in enumerate(widths[:-1]) if w == width]:
+        row, line = lines[i - 1], lines[i]
+        record = record_of.get(i - 1, row)
+        if _continues(line, record) and not _boundary(row, line):
+            record_of[i] = record
+            rows.add(row + b"\n" + line)
+            if full > 1 or (row.rstrip(b"\r")[-1:] != b" " and line[:1] != b" "):
+                evidenced += 1
     # Distinct rows and continuations: a repeated message that is the longest line is not a wrap.
     if full == 1:
         return width if evidenced == 1 else None
