@@ -6,6 +6,10 @@ entry's literal or a structural marker such as a traceback header or a launcher 
 line while the pipeline asks for dense input (inside a launcher's error table). Everything else is
 only counted; the first and last chunks are also swept by the rank census (who printed at all) in C.
 
+A source whose head shows rows hard-wrapped at a terminal's width has them joined first
+(formats/wrapped.py), so the prefilter and the patterns see each line whole; it keeps the number of
+its first row, and line numbers still count every physical row.
+
 This is the same for a pasted selection and a 10 GiB log, whichever engine finds the anchors, so
 every input size and every engine gives the same diagnosis. Line numbers count every physical line.
 """

@@ -7,14 +7,19 @@ with nothing marking the continuation: `torch.OutOfMemoryError: CUDA out of memo
 pattern, so wrapped rows are joined into the line they were, before the prefilter looks at them.
 
 A source is taken as wrapped at W only on evidence from its own head (`wrap_width`): W is its
-longest line, at least MIN_WIDTH characters, no line is longer (a terminal never shows one), at
-least MIN_FULL_ROWS lines are exactly W long and outnumber the lines a few characters shorter
-(natural lengths spread; wrapped rows pile up at W), and most rows of length W are followed by a
-line that does not start a record (a launcher or logging prefix, a time stamp, a traceback line, a
-blank line). Then every row of exactly W characters is joined to the next line unless that one
-starts a record (`Unwrapper`). Logs that are not wrapped pass through untouched, and the join is
-one linear pass over each chunk; the joined line keeps the number of its first row, and the rows it
-absorbed are still counted as physical lines (`joins` lists where they were).
+longest line, MIN_WIDTH to MAX_WIDTH characters, no line is longer (a terminal never shows one), the
+rows of exactly W are not outnumbered twice over by lines a few characters shorter (natural lengths
+spread; wrapped rows pile up at W), and most rows of length W are followed by a line that goes on
+with them: it does not start a record (a launcher or logging prefix, a time stamp, a traceback
+line, an empty line), does not begin the way the row's record began (the next record of a repeated
+format), and the two do not meet as two texts do (`done.` + `Next`). At least MIN_FULL_ROWS such
+row-and-continuation pairs must differ (a repeated message that happens to be the longest line is
+not a wrap); a single full row is believed only at a width terminals open with, cut with no space on either side.
+Then every row of exactly W characters is joined to the next line unless that one starts a record
+or begins like the row's record (`Unwrapper`). Logs that are not wrapped pass through untouched;
+the join is one linear pass over each chunk, and a joined line ends at MAX_JOINED_BYTES. The joined
+line keeps the number of its first row, and the rows it absorbed are still counted as physical
+lines (`joins` lists where they were).
 """
 
 from __future__ import annotations
