@@ -6,6 +6,10 @@ entry's literal or a structural marker such as a traceback header or a launcher 
 line while the pipeline asks for dense input (inside a launcher's error table). Everything else is
 only counted; the first and last chunks are also swept by the rank census (who printed at all) in C.
 
+A source whose head shows rows hard-wrapped at a terminal's width has them joined first
+(formats/wrapped.py), so the prefilter and the patterns see each line whole; it keeps the number of
+its first row, and line numbers still count every physical row.
+
 This is the same for a pasted selection and a 10 GiB log, whichever engine finds the anchors, so
 every input size and every engine gives the same diagnosis. Line numbers count every physical line.
 """
@@ -16,8 +20,10 @@ import io
 import logging
 import os
 from collections.abc import Callable, Generator, Iterator
+from itertools import chain
 from typing import BinaryIO, cast
 
+from rootrank.diagnose.formats.wrapped import SAMPLE_BYTES, unwrap_chunks, wrap_width
 from rootrank.diagnose.parts import MAX_LINE_BYTES, PartSummary, Split
 from rootrank.diagnose.prefilter import Prefilter
 from rootrank.diagnose.read import LineChunks, ReadsInto, remaining_bytes
@@ -82,6 +88,13 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
         return 0
     buf, cut = first
     prefilter = prefilter_for(_sample(buf, cut) + _later_sample(handle, chunks.read, chunks.size_hint))
+    width = wrap_width(bytes(buf[:min(cut, SAMPLE_BYTES)]))
+    if width is not None:
+        # Rows wrapped at a terminal's width are joined before the prefilter looks (formats/wrapped.py);
+        # such a source is read here alone (a worker would find candidates in the rows as they are).
+        census(buf, 0, min(cut, CENSUS_BYTES))
+        return (yield from _select_wrapped(chain([(buf, cut)], pieces), width, prefilter, dense, on_progress,
+                                           census, awaited, chunks))
     split = split_for(prefilter, chunks.read) if split_for is not None else None
     if split is not None:
         chunks.limit, chunks.extend = split.first_limit, split.claim
@@ -127,6 +140,23 @@ def _select_chunks(pieces: Iterator[tuple[bytearray, int]], prefilter: Prefilter
         if on_progress is not None:
             on_progress(offset)
     return line_no, offset
+
+
+def _select_wrapped(pieces: Iterator[tuple[bytearray, int]], width: int, prefilter: Prefilter,
+                    dense: Callable[[], bool], on_progress: Callable[[int], None] | None, census: Census,
+                    awaited: Callable[[], tuple[bytes, ...]], chunks: LineChunks,
+                    ) -> Generator[tuple[int, str], None, int]:
+    """The selected lines of a source wrapped at `width`, its rows joined; returns the physical lines."""
+    tail = _Tail()
+    line_no = 0
+    for joined, end, joins in unwrap_chunks(pieces, width):
+        tail.keep(joined, end)
+        line_no = yield from _select_in(joined, end, line_no, prefilter.candidates(joined, 0, end), dense,
+                                        awaited, joins)
+        if on_progress is not None:
+            on_progress(chunks.read)
+    tail.sweep(census)
+    return line_no
 
 
 class _Tail:
@@ -313,17 +343,23 @@ def _select_split(fd: int, split: Split, summary: PartSummary, line_no: int, den
 
 
 def _select_in(buf: Buffer, end: int, line_no: int, candidates: list[int], dense: Callable[[], bool],
-               awaited: Callable[[], tuple[bytes, ...]] = tuple) -> Generator[tuple[int, str], None, int]:
-    """Yield the selected lines of buf[:end]; return the number of lines counted so far."""
+               awaited: Callable[[], tuple[bytes, ...]] = tuple,
+               joins: list[int] | None = None) -> Generator[tuple[int, str], None, int]:
+    """Yield the selected lines of buf[:end]; return the number of lines counted so far. `joins`: the
+    offsets where wrapped rows were joined (formats/wrapped.py), each one physical line more."""
     pos = 0
-    number = line_no  # the number of the line that starts at pos, minus one
+    number = line_no  # the number of the line that starts at pos, minus one (joined rows not counted)
     index = 0
+    joined = 0  # joins before pos
     while pos < end:
-        if number < HEAD_LINES or dense():
+        if joins:
+            while joined < len(joins) and joins[joined] < pos:
+                joined += 1
+        if number + joined < HEAD_LINES or dense():
             eol = buf.find(b"\n", pos, end)
             eol = end if eol < 0 else eol
             number += 1
-            yield number, _decode(buf[pos:eol])
+            yield number + joined, _decode(buf[pos:eol])
             pos = eol + 1
             continue
         while index < len(candidates) and candidates[index] < pos:
@@ -339,13 +375,16 @@ def _select_in(buf: Buffer, end: int, line_no: int, candidates: list[int], dense
         if start >= end:
             break
         number += buf.count(b"\n", pos, start)
+        if joins:
+            while joined < len(joins) and joins[joined] < start:
+                joined += 1
         eol = buf.find(b"\n", start, end)
         eol = end if eol < 0 else eol
         number += 1
-        yield number, _decode(buf[start:eol])
+        yield number + joined, _decode(buf[start:eol])
         pos = eol + 1
     if pos < end:
         number += buf.count(b"\n", pos, end)
         if not buf.endswith(b"\n", 0, end):
             number += 1
-    return number
+    return number + (len(joins) if joins else 0)
