@@ -22,6 +22,8 @@ const context = await browser.newContext({
 const page = await context.newPage();
 const consoleErrors = [];
 page.on('console', m => { if (m.type() === 'error') consoleErrors.push(m.text().slice(0, 200)); });
+// A beforeunload prompt (an editor with unsaved text) would keep the old page on a reload: leave it.
+page.on('dialog', d => (d.type() === 'beforeunload' ? d.accept() : d.dismiss()).catch(() => {}));
 
 let passed = 0;
 let failed = 0;
@@ -101,10 +103,19 @@ async function clickMenuItem(text) {
 }
 
 // Reload the workbench and wait for the new page (not the old one that is going away).
+// On a loaded machine the command can be lost (the palette closes before the row is clicked) or the
+// workbench can take long to unload: after 30 s without a navigation the page is reloaded as a browser
+// would (the same thing for the web workbench).
 async function reloadWindow() {
-  const navigated = page.waitForEvent('framenavigated', { predicate: f => f === page.mainFrame(), timeout: 30000 });
-  await runCommand('Developer: Reload Window');
-  await navigated;
+  for (let attempt = 1; ; attempt++) {
+    const navigated = page.waitForEvent('framenavigated', { predicate: f => f === page.mainFrame(), timeout: 30000 });
+    if (attempt === 1) await runCommand('Developer: Reload Window').catch(e => log(`reload: ${String(e).split('\n')[0]}`));
+    else await page.reload({ waitUntil: 'commit', timeout: 60000 }).catch(() => {});
+    try { await navigated; break; } catch (e) {
+      if (attempt === 2) throw e;
+      log('reload: no navigation 30 s after "Developer: Reload Window"; reloading the page');
+    }
+  }
   await page.waitForLoadState('load');
   await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60000 });
 }

@@ -73,7 +73,8 @@ def test_a_rank_that_raises_is_diagnosed_while_the_job_runs(job_dir: Path) -> No
     require_module("torch")
     out = job_dir / "out"
     saved = job_dir / "saved.log"
-    # The launcher looks at its workers every 3 s: the job outlives rank 1's traceback by that much.
+    # rank 1 flushes its metrics for 8 s after its traceback (the job's exit handler), so the job outlives
+    # the traceback by at least that much; the launcher looks at its workers every 3 s.
     watch = Running(["watch", "--out", str(out), "--log", str(saved), "--",
                      *torchrun(), "--nproc-per-node", "3", "--monitor-interval", "3", "raise_rank1.py"], job_dir)
     try:

@@ -1,5 +1,10 @@
 """3 ranks (gloo, CPU): every rank steps and all-reduces its loss; at step 3 rank 1 raises a ValueError
-(a bad record) before the all_reduce, the others wait in it until the launcher stops them."""
+(a bad record) before the all_reduce, the others wait in it until the launcher stops them.
+
+Every rank flushes its metrics at exit for a few seconds, as experiment trackers do (wandb's finish,
+a metrics uploader): the interpreter prints rank 1's traceback before it runs the exit handlers, so
+the job goes on for those seconds after the cause is printed, however the launcher's monitor ticks fall."""
+import atexit
 import time
 from datetime import timedelta
 
@@ -13,7 +18,12 @@ def load_batch(rank, step):
     return torch.randn(64, 16)
 
 
+def flush_metrics():
+    time.sleep(8)
+
+
 def main():
+    atexit.register(flush_metrics)
     dist.init_process_group("gloo", timeout=timedelta(seconds=300))
     rank = dist.get_rank()
     torch.manual_seed(rank)

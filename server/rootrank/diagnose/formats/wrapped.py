@@ -43,11 +43,11 @@ _ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
 _RECORD_START = re.compile(
     r"(?:\r?$"  # empty (a row of spaces is what a terminal wraps trailing padding into)
     r"|Traceback \(most recent call last\)|During handling of the above|The above exception was"
-    r"|\s+File \""  # a traceback frame
+    r"|(?<!\s)\s+File \""  # a traceback frame (the lookbehind keeps a search over a run of spaces linear)
     r"|\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d"  # an ISO time stamp
     r"|\[?\d\d:\d\d:\d\d[.,\]\s]"  # a clock time
     r"|[IWEFVD]\d{4} \d\d:\d\d:\d\d"  # glog (and torch's TORCH_LOGS)
-    r"|[\w.-]+:\d+:\d+ \[\d+\] NCCL "  # NCCL's host:pid:tid [device] prefix
+    r"|(?<![\w.-])[\w.-]+:\d+:\d+ \[\d+\] NCCL "  # NCCL's host:pid:tid [device] prefix
     r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b"
     r"|\[(?:rank|default)\d{1,6}\]:"
     r"|srun: |slurmstepd: )")
