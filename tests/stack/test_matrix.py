@@ -274,3 +274,33 @@ def test_curried_checkpoint_run_and_check_agree(tmp_path: Path) -> None:
         return
     assert run.returncode != 0 and f"TypeError: {value('torch.curried-checkpoint', versions)}" in run.stderr
     assert [f["assumes"] for f in too_new] == [[f"torch {versions['torch']}"]]
+
+
+SELECTIVE = (REPO / "tests" / "fixtures" / "logs" /
+             "checkpoint.reentrant-kwargs--trl-selective-key-in-plain-trainer-transformers5240" / "train.py")
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_selective_key_outside_trl_run_and_check_agree(column: str, tmp_path: Path) -> None:
+    """TRL's `selective` key in a plain Trainer's kwargs dict (no `use_reentrant`) really fails on every
+    column with torch's reentrant-keyword error, the entry diagnoses that output, and `rootrank check --python`
+    reports the same error at the dict; with `use_reentrant=False` said it trains and nothing is reported."""
+    observe(column)
+    python = interpreter(column)
+    copy = tmp_path / "train.py"
+    shutil.copy(SELECTIVE, copy)
+    run = _run(python, copy, tmp_path)
+    assert run.returncode != 0 and "ValueError: Unexpected keyword arguments: selective" in run.stderr, \
+        run.stderr[-3000:]
+    root = diagnose_text(run.stdout + run.stderr).root_cause
+    assert root is not None and root.rule == "checkpoint.reentrant-kwargs"
+    findings = [f for f in json.loads(_check(python, str(copy)).stdout)["findings"]
+                if f["rule"] == "checkpoint.reentrant-kwargs"]
+    assert [f["severity"] for f in findings] == ["error"] and "`selective`" in findings[0]["message"], findings
+    said = copy.read_text().replace('{"selective": True}', '{"selective": True, "use_reentrant": False}')
+    assert said != copy.read_text()
+    copy.write_text(said)
+    rerun = _run(python, copy, tmp_path)
+    assert rerun.returncode == 0 and rerun.stdout.rstrip().endswith("done"), rerun.stderr[-3000:]
+    assert not [f for f in json.loads(_check(python, str(copy)).stdout)["findings"]
+                if f["rule"] == "checkpoint.reentrant-kwargs"]

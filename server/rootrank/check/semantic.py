@@ -46,6 +46,8 @@ GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.n
                       "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
 TRAINING_ARGUMENTS = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "GRPOConfig",
                                 "DPOConfig", "ORPOConfig", "KTOConfig", "RewardConfig", "PPOConfig"})
+# TRL's SFTConfig under its import paths: only SFTTrainer reads the `selective` key of its kwargs dict.
+SFT_CONFIGS = frozenset({"trl.SFTConfig", "trl.trainer.SFTConfig", "trl.trainer.sft_config.SFTConfig"})
 # Keyword arguments that `checkpoint()` consumes itself; anything else goes to the checkpointed function.
 # The leading parameters of each checkpointing API, in order, as far as they can be passed by position
 # (torch 2.x: `checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs)`,
@@ -375,6 +377,15 @@ class Semantic:
                 if kwargs_default:
                     assumed = hf.default_reentrant(self.versions)
                     reentrant = hf.default_is_reentrant(assumed) is not False
+                elif (isinstance(value, dict) and value.get("selective") and value.get("use_reentrant") is not True
+                      and (self.qualified(call.func) or "") in SFT_CONFIGS):
+                    # TRL's SFTTrainer (trl.selective) takes `selective` out and its SAC wrapper sets
+                    # `use_reentrant=False`; an older TRL leaves the dict as it is (reentrant).
+                    selective = self.fact("trl.selective")
+                    if selective.is_(True):
+                        reentrant, assumed = False, selective
+                    elif not selective.known:
+                        assumed = selective
             elif splat:
                 reentrant = None
             else:
