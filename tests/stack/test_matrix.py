@@ -304,3 +304,33 @@ def test_selective_key_outside_trl_run_and_check_agree(column: str, tmp_path: Pa
     assert rerun.returncode == 0 and rerun.stdout.rstrip().endswith("done"), rerun.stderr[-3000:]
     assert not [f for f in json.loads(_check(python, str(copy)).stdout)["findings"]
                 if f["rule"] == "checkpoint.reentrant-kwargs"]
+
+
+def test_accelerate_offload_requires() -> None:
+    """accelerate.activation-checkpointing-offload against the installed Accelerate: where the facts say the
+    option exists, the plugin refuses it without activation checkpointing and on FSDP1 with the texts the
+    entry's pattern matches, and accepts it next to FSDP2 activation checkpointing."""
+    require_module("accelerate")
+    python = interpreter("newest")
+    versions = find_environment(str(python), ()).versions
+    probe = ("import json, warnings; warnings.simplefilter('ignore')\n"
+             "from accelerate.utils import FullyShardedDataParallelPlugin as P\n"
+             "out = []\n"
+             "for kw in ({'fsdp_version': 2}, {'activation_checkpointing': True, 'fsdp_version': 1},\n"
+             "           {'activation_checkpointing': True, 'fsdp_version': 2}):\n"
+             "    try:\n"
+             "        P(activation_checkpointing_offload=True, **kw); out.append(None)\n"
+             "    except (TypeError, ValueError) as error:\n"
+             "        out.append(f'{type(error).__name__}: {error}')\n"
+             "print(json.dumps(out))\n")
+    done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    if not value("accelerate.activation-checkpointing-offload", versions):
+        assert all(s is not None and s.startswith("TypeError") for s in seen), seen
+        return
+    assert seen[2] is None, seen
+    for said, requires in zip(seen[:2], ("activation_checkpointing=True", "fsdp_version=2"), strict=True):
+        root = diagnose_text(f"Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\n{said}\n")
+        assert said == f"ValueError: `activation_checkpointing_offload=True` requires `{requires}`.", seen
+        assert root.root_cause is not None and root.root_cause.rule == "checkpoint.fsdp-offload-config", said
