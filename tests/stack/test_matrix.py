@@ -334,3 +334,60 @@ def test_accelerate_offload_requires() -> None:
         root = diagnose_text(f"Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\n{said}\n")
         assert said == f"ValueError: `activation_checkpointing_offload=True` requires `{requires}`.", seen
         assert root.root_cause is not None and root.root_cause.rule == "checkpoint.fsdp-offload-config", said
+
+
+NESTED_PROBE = """
+import functools, json, sys, warnings
+warnings.simplefilter("ignore")
+import torch
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+from transformers import LlamaConfig, LlamaForCausalLM
+from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaMLP
+
+calls = [0]
+forward = LlamaMLP.forward
+def counted(self, x):
+    calls[0] += 1
+    return forward(self, x)
+LlamaMLP.forward = counted
+config = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                     num_attention_heads=2, num_key_value_heads=2, use_cache=False)
+seen = {}
+for mode in (None, True, False):
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).train()
+    if mode is not None:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": mode})
+    apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, LlamaDecoderLayer))
+    calls[0] = 0
+    ids = torch.randint(1, 64, (2, 8))
+    model(input_ids=ids, labels=ids).loss.backward()
+    seen[str(mode)] = calls[0]
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_nested_checkpoint_recomputes(column: str, tmp_path: Path) -> None:
+    """transformers' checkpoint inside FSDP's (non-reentrant) `checkpoint_wrapper`: counted on the real
+    libraries, a reentrant inner checkpoint runs the block's forward once more than the wrapper alone, a
+    non-reentrant one does not; `rootrank check --python` reports the nesting exactly where it costs."""
+    observe(column)
+    python = interpreter(column)
+    done = subprocess.run([str(python), "-c", NESTED_PROBE], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["None"] == 2 and seen["False"] == seen["None"] and seen["True"] == seen["None"] + 1, seen
+    for mode in ("True", "False"):
+        source = tmp_path / f"nested_{mode}.py"
+        source.write_text(
+            "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing\n"
+            "from transformers import LlamaConfig, LlamaForCausalLM\n"
+            "from transformers.models.llama.modeling_llama import LlamaDecoderLayer\n\n"
+            "model = LlamaForCausalLM(LlamaConfig())\n"
+            f'model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={{"use_reentrant": {mode}}})\n'
+            "apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, LlamaDecoderLayer))\n")
+        findings = [f for f in json.loads(_check(python, str(source)).stdout)["findings"]
+                    if f["rule"] == "checkpoint.fsdp-double-checkpoint"]
+        assert bool(findings) == (seen[mode] > seen["None"]), (mode, seen, findings)

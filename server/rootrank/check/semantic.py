@@ -473,6 +473,14 @@ class Semantic:
         return name.startswith("trl.") and not any(
             k.arg in (None, "gradient_checkpointing_kwargs") for k in site.node.keywords)
 
+    def calls_named(self, last: str, roots: tuple[str, ...]) -> Iterator[CallSite]:
+        """Calls of a callee whose qualified name ends in `.last` under one of the top-level packages `roots`
+        (a class re-exported under several module paths, e.g. Lightning's `FSDPStrategy`)."""
+        for name, sites in self._by_callee.items():
+            root, _, tail = name.rpartition(".")
+            if tail == last and root.split(".")[0] in roots:
+                yield from sites
+
     def training_arguments(self) -> Iterator[CallSite]:
         """`TrainingArguments(...)`-like constructors of transformers and trl."""
         for name, sites in self._by_callee.items():
