@@ -21,6 +21,9 @@ Trainer or enable call, is a keyword of the checkpointed layer and raises the sa
 (its SAC wrapper sets `use_reentrant=False`), but raises its own `ValueError` when the dict says
 `use_reentrant=True`.
 
+DeepSpeed's `deepspeed.checkpointing.checkpoint` (reentrant) takes keyword tensors only from the release the
+facts table names (`deepspeed.checkpoint-kwargs`); before, a keyword is a `TypeError`.
+
 ## Fix safety
 `use_reentrant=False` is unsafe (recomputation semantics change); the non-reentrant variant forwards
 keyword arguments. Not offered for `respect_saved_tensors_hooks` on a torch without it: the
@@ -48,6 +51,10 @@ SELECTIVE, SELECTIVE_TOPIC = "selective", "trl.selective"
 # TRL's own text (trl/trainer/sft_trainer.py:1091-1094, trl 1.16.0 wheel).
 TRL_SELECTIVE_REENTRANT = ("`gradient_checkpointing_kwargs={'selective': True}` requires non-reentrant gradient "
                            "checkpointing. Set `use_reentrant` to `False`, or leave it unset.")
+# DeepSpeed's reentrant checkpoint under its import paths (`deepspeed.checkpointing` is the runtime module).
+DEEPSPEED_CHECKPOINT = ("deepspeed.checkpointing.checkpoint",
+                        "deepspeed.runtime.activation_checkpointing.checkpointing.checkpoint")
+DEEPSPEED_TOPIC = "deepspeed.checkpoint-kwargs"
 # Keys transformers itself takes out of the dict (on versions without them: checkpoint.api-too-new).
 NOT_FORWARDED = CHECKPOINT_OWN_KEYWORDS | set(hf.OWN_KWARGS) | {HOOKS}
 
@@ -56,6 +63,7 @@ NOT_FORWARDED = CHECKPOINT_OWN_KEYWORDS | set(hf.OWN_KWARGS) | {HOOKS}
 def reentrant_kwargs(semantic: Semantic) -> Iterator[Violation]:
     hooks = semantic.fact(HOOKS_TOPIC)
     yield from _hf_kwargs(semantic)
+    yield from _deepspeed(semantic)
     for site in semantic.reentrant_sites():
         if site.api != "checkpoint":
             continue
@@ -81,6 +89,30 @@ def reentrant_kwargs(semantic: Semantic) -> Iterator[Violation]:
             where = facts.topic(HOOKS_TOPIC).versions_where(None)
             yield Violation(site.call.func, f"{message} (`{HOOKS}` is the function's keyword on {where}; "
                             f"{hooks.assumed})", (), (hooks.assumed,), Severity.WARNING)
+
+
+def _deepspeed(semantic: Semantic) -> Iterator[Violation]:
+    """`deepspeed.checkpointing.checkpoint(fn, x, mask=m)`: keyword tensors are taken only where DeepSpeed's
+    checkpoint has `**kwargs` (deepspeed.checkpoint-kwargs); before, the call fails in Python's own binding."""
+    answer = semantic.fact(DEEPSPEED_TOPIC)
+    if answer.is_(True):
+        return
+    for site in semantic.calls_to(*DEEPSPEED_CHECKPOINT):
+        given = [k.arg for k in site.node.keywords if k.arg is not None]
+        if not given:
+            continue
+        names = ", ".join(f"`{n}`" for n in given)
+        message = (f"`deepspeed.checkpointing.checkpoint()` with keyword argument(s) {names}: "
+                   "`checkpoint(function, *args)` takes positional arguments only and raises `TypeError: "
+                   f"checkpoint() got an unexpected keyword argument '{given[0]}'`; pass them positionally (a "
+                   f"closure for non-tensors), or use a DeepSpeed with keyword tensors "
+                   f"({facts.topic(DEEPSPEED_TOPIC).versions_where(True)})")
+        if answer.known:
+            yield Violation(site.node.func, message, (), (answer.assumed,))
+        else:
+            yield Violation(site.node.func, f"{message} (applies to "
+                            f"{facts.topic(DEEPSPEED_TOPIC).versions_where(False)}; {answer.assumed})", (),
+                            (answer.assumed,), Severity.WARNING)
 
 
 def _hf_kwargs(semantic: Semantic) -> Iterator[Violation]:
