@@ -274,3 +274,120 @@ def test_curried_checkpoint_run_and_check_agree(tmp_path: Path) -> None:
         return
     assert run.returncode != 0 and f"TypeError: {value('torch.curried-checkpoint', versions)}" in run.stderr
     assert [f["assumes"] for f in too_new] == [[f"torch {versions['torch']}"]]
+
+
+SELECTIVE = (REPO / "tests" / "fixtures" / "logs" /
+             "checkpoint.reentrant-kwargs--trl-selective-key-in-plain-trainer-transformers5240" / "train.py")
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_selective_key_outside_trl_run_and_check_agree(column: str, tmp_path: Path) -> None:
+    """TRL's `selective` key in a plain Trainer's kwargs dict (no `use_reentrant`) really fails on every
+    column with torch's reentrant-keyword error, the entry diagnoses that output, and `rootrank check --python`
+    reports the same error at the dict; with `use_reentrant=False` said it trains and nothing is reported."""
+    observe(column)
+    python = interpreter(column)
+    copy = tmp_path / "train.py"
+    shutil.copy(SELECTIVE, copy)
+    run = _run(python, copy, tmp_path)
+    assert run.returncode != 0 and "ValueError: Unexpected keyword arguments: selective" in run.stderr, \
+        run.stderr[-3000:]
+    root = diagnose_text(run.stdout + run.stderr).root_cause
+    assert root is not None and root.rule == "checkpoint.reentrant-kwargs"
+    findings = [f for f in json.loads(_check(python, str(copy)).stdout)["findings"]
+                if f["rule"] == "checkpoint.reentrant-kwargs"]
+    assert [f["severity"] for f in findings] == ["error"] and "`selective`" in findings[0]["message"], findings
+    said = copy.read_text().replace('{"selective": True}', '{"selective": True, "use_reentrant": False}')
+    assert said != copy.read_text()
+    copy.write_text(said)
+    rerun = _run(python, copy, tmp_path)
+    assert rerun.returncode == 0 and rerun.stdout.rstrip().endswith("done"), rerun.stderr[-3000:]
+    assert not [f for f in json.loads(_check(python, str(copy)).stdout)["findings"]
+                if f["rule"] == "checkpoint.reentrant-kwargs"]
+
+
+def test_accelerate_offload_requires() -> None:
+    """accelerate.activation-checkpointing-offload against the installed Accelerate: where the facts say the
+    option exists, the plugin refuses it without activation checkpointing and on FSDP1 with the texts the
+    entry's pattern matches, and accepts it next to FSDP2 activation checkpointing."""
+    require_module("accelerate")
+    python = interpreter("newest")
+    versions = find_environment(str(python), ()).versions
+    probe = ("import json, warnings; warnings.simplefilter('ignore')\n"
+             "from accelerate.utils import FullyShardedDataParallelPlugin as P\n"
+             "out = []\n"
+             "for kw in ({'fsdp_version': 2}, {'activation_checkpointing': True, 'fsdp_version': 1},\n"
+             "           {'activation_checkpointing': True, 'fsdp_version': 2}):\n"
+             "    try:\n"
+             "        P(activation_checkpointing_offload=True, **kw); out.append(None)\n"
+             "    except (TypeError, ValueError) as error:\n"
+             "        out.append(f'{type(error).__name__}: {error}')\n"
+             "print(json.dumps(out))\n")
+    done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    if not value("accelerate.activation-checkpointing-offload", versions):
+        assert all(s is not None and s.startswith("TypeError") for s in seen), seen
+        return
+    assert seen[2] is None, seen
+    for said, requires in zip(seen[:2], ("activation_checkpointing=True", "fsdp_version=2"), strict=True):
+        root = diagnose_text(f"Traceback (most recent call last):\n  File \"train.py\", line 1, in <module>\n{said}\n")
+        assert said == f"ValueError: `activation_checkpointing_offload=True` requires `{requires}`.", seen
+        assert root.root_cause is not None and root.root_cause.rule == "checkpoint.fsdp-offload-config", said
+
+
+NESTED_PROBE = """
+import functools, json, sys, warnings
+warnings.simplefilter("ignore")
+import torch
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+from transformers import LlamaConfig, LlamaForCausalLM
+from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaMLP
+
+calls = [0]
+forward = LlamaMLP.forward
+def counted(self, x):
+    calls[0] += 1
+    return forward(self, x)
+LlamaMLP.forward = counted
+config = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                     num_attention_heads=2, num_key_value_heads=2, use_cache=False)
+seen = {}
+for mode in (None, True, False):
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).train()
+    if mode is not None:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": mode})
+    apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, LlamaDecoderLayer))
+    calls[0] = 0
+    ids = torch.randint(1, 64, (2, 8))
+    model(input_ids=ids, labels=ids).loss.backward()
+    seen[str(mode)] = calls[0]
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_nested_checkpoint_recomputes(column: str, tmp_path: Path) -> None:
+    """transformers' checkpoint inside FSDP's (non-reentrant) `checkpoint_wrapper`: counted on the real
+    libraries, a reentrant inner checkpoint runs the block's forward once more than the wrapper alone, a
+    non-reentrant one does not; `rootrank check --python` reports the nesting exactly where it costs."""
+    observe(column)
+    python = interpreter(column)
+    done = subprocess.run([str(python), "-c", NESTED_PROBE], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["None"] == 2 and seen["False"] == seen["None"] and seen["True"] == seen["None"] + 1, seen
+    for mode in ("True", "False"):
+        source = tmp_path / f"nested_{mode}.py"
+        source.write_text(
+            "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing\n"
+            "from transformers import LlamaConfig, LlamaForCausalLM\n"
+            "from transformers.models.llama.modeling_llama import LlamaDecoderLayer\n\n"
+            "model = LlamaForCausalLM(LlamaConfig())\n"
+            f'model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={{"use_reentrant": {mode}}})\n'
+            "apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, LlamaDecoderLayer))\n")
+        findings = [f for f in json.loads(_check(python, str(source)).stdout)["findings"]
+                    if f["rule"] == "checkpoint.fsdp-double-checkpoint"]
+        assert bool(findings) == (seen[mode] > seen["None"]), (mode, seen, findings)

@@ -37,11 +37,13 @@ DDP = "checkpoint.reentrant-ddp"
 PARTIAL = "checkpoint.partial-coverage"
 DEEPSPEED = "checkpoint.deepspeed-config"
 RECOMPUTE = "checkpoint.recompute-mismatch"
+OFFLOAD = "checkpoint.fsdp-offload-config"
+OFFLOAD_TOPIC = "accelerate.activation-checkpointing-offload"
 RNG_STATE_TOPIC = "accelerate.fsdp2-no-rng-state"
 SYNTAX_ERROR = "syntax-error"
 DEFAULT_SEVERITY = {USE_REENTRANT: Severity.WARNING, DOUBLE: Severity.WARNING, USE_CACHE: Severity.WARNING,
                     DDP: Severity.ERROR, PARTIAL: Severity.WARNING, DEEPSPEED: Severity.INFO,
-                    RECOMPUTE: Severity.WARNING}
+                    RECOMPUTE: Severity.WARNING, OFFLOAD: Severity.ERROR}
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -431,6 +433,8 @@ def _insert_kwargs(config: _Config, key: Key, value: bool, name: str) -> Edit | 
 
 def _accelerate(config: _Config, data: dict[str, Any]) -> Iterator[Finding]:
     fsdp = data.get("fsdp_config")
+    if isinstance(fsdp, dict) and fsdp.get("fsdp_activation_checkpointing_offload") is True:
+        yield from _offload(config, fsdp)
     if not (isinstance(fsdp, dict) and fsdp.get("fsdp_activation_checkpointing") is True):
         return
     if fsdp.get("fsdp_version") == 2:
@@ -439,6 +443,35 @@ def _accelerate(config: _Config, data: dict[str, Any]) -> Iterator[Finding]:
         yield config.finding(DOUBLE, config.key(fsdp, "fsdp_activation_checkpointing"), (
             "`fsdp_activation_checkpointing: true` together with `gradient_checkpointing: true`: every block is "
             "checkpointed twice (FSDP's wrapper and transformers'); keep only FSDP's"))
+
+
+def _offload(config: _Config, fsdp: dict[str, Any]) -> Iterator[Finding]:
+    """`fsdp_activation_checkpointing_offload` is an option of FSDP2's activation checkpointing: the plugin
+    (accelerate.activation-checkpointing-offload) raises without `fsdp_activation_checkpointing: true` and on
+    FSDP1, which is also what a config without `fsdp_version` gets (`accelerate launch --fsdp_version` defaults
+    to 1). An Accelerate without the option is not judged here."""
+    answer = facts.answer(OFFLOAD_TOPIC, config.versions)
+    if answer.is_(False):
+        return
+    version = fsdp.get("fsdp_version", 1)
+    missing = []
+    if fsdp.get("fsdp_activation_checkpointing") is not True:
+        missing.append(("activation_checkpointing=True", "without `fsdp_activation_checkpointing: true`"))
+    if str(version) != "2":
+        said = f"with `fsdp_version: {version}`" if "fsdp_version" in fsdp else \
+            "without `fsdp_version` (`accelerate launch` then uses FSDP1)"
+        missing.append(("fsdp_version=2", said))
+    if not missing:
+        return
+    # The plugin checks activation checkpointing first, so that is the error a config missing both raises.
+    raised = f"`ValueError: `activation_checkpointing_offload=True` requires `{missing[0][0]}`.`"
+    note = "" if answer.known else f" (applies to {facts.topic(OFFLOAD_TOPIC).versions_where(True)}; {answer.assumed})"
+    found = config.finding(OFFLOAD, config.key(fsdp, "fsdp_activation_checkpointing_offload"), (
+        f"`fsdp_activation_checkpointing_offload: true` {' and '.join(w for _, w in missing)}: Accelerate's FSDP "
+        f"plugin raises {raised} in `Accelerator()` on every rank; offload is an option of FSDP2's "
+        "activation checkpointing (`fsdp_version: 2`, `fsdp_activation_checkpointing: true`)") + note)
+    yield dataclasses.replace(found, severity=Severity.ERROR if answer.known else Severity.WARNING,
+                              assumes=(answer.assumed,))
 
 
 def _fsdp2_rng_state(config: _Config, fsdp: dict[str, Any]) -> Iterator[Finding]:

@@ -46,6 +46,8 @@ GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.n
                       "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
 TRAINING_ARGUMENTS = frozenset({"TrainingArguments", "Seq2SeqTrainingArguments", "SFTConfig", "GRPOConfig",
                                 "DPOConfig", "ORPOConfig", "KTOConfig", "RewardConfig", "PPOConfig"})
+# TRL's SFTConfig under its import paths: only SFTTrainer reads the `selective` key of its kwargs dict.
+SFT_CONFIGS = frozenset({"trl.SFTConfig", "trl.trainer.SFTConfig", "trl.trainer.sft_config.SFTConfig"})
 # Keyword arguments that `checkpoint()` consumes itself; anything else goes to the checkpointed function.
 # The leading parameters of each checkpointing API, in order, as far as they can be passed by position
 # (torch 2.x: `checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs)`,
@@ -375,6 +377,15 @@ class Semantic:
                 if kwargs_default:
                     assumed = hf.default_reentrant(self.versions)
                     reentrant = hf.default_is_reentrant(assumed) is not False
+                elif (isinstance(value, dict) and value.get("selective") and value.get("use_reentrant") is not True
+                      and (self.qualified(call.func) or "") in SFT_CONFIGS):
+                    # TRL's SFTTrainer (trl.selective) takes `selective` out and its SAC wrapper sets
+                    # `use_reentrant=False`; an older TRL leaves the dict as it is (reentrant).
+                    selective = self.fact("trl.selective")
+                    if selective.is_(True):
+                        reentrant, assumed = False, selective
+                    elif not selective.known:
+                        assumed = selective
             elif splat:
                 reentrant = None
             else:
@@ -461,6 +472,14 @@ class Semantic:
         name = self.qualified(site.node.func) or ""
         return name.startswith("trl.") and not any(
             k.arg in (None, "gradient_checkpointing_kwargs") for k in site.node.keywords)
+
+    def calls_named(self, last: str, roots: tuple[str, ...]) -> Iterator[CallSite]:
+        """Calls of a callee whose qualified name ends in `.last` under one of the top-level packages `roots`
+        (a class re-exported under several module paths, e.g. Lightning's `FSDPStrategy`)."""
+        for name, sites in self._by_callee.items():
+            root, _, tail = name.rpartition(".")
+            if tail == last and root.split(".")[0] in roots:
+                yield from sites
 
     def training_arguments(self) -> Iterator[CallSite]:
         """`TrainingArguments(...)`-like constructors of transformers and trl."""

@@ -4,13 +4,20 @@
 Flags `TrainingArguments(gradient_checkpointing=True)` with `fsdp="full_shard ..."` (and, worse,
 with `fsdp_config={"activation_checkpointing": True}`), and `gradient_checkpointing_enable()` in a
 file that also applies FSDP activation checkpointing (`apply_activation_checkpointing`,
-`checkpoint_wrapper`).
+`checkpoint_wrapper`, or Lightning's `FSDPStrategy(activation_checkpointing_policy=...)`) when the enable
+call's own checkpoint may be reentrant; and Lightning's policy in a file that also wraps layers itself.
 
 ## Why is this bad?
 Under FSDP full shard, transformers' gradient checkpointing runs the recomputation outside FSDP's
 view and all-gathers the parameters a second time in backward; FSDP's `activation_checkpointing`
 does the same job without it. With both switched on every block is checkpointed twice, and
-transformers refuses the combination ("can't be set to True simultaneously").
+transformers refuses the combination ("can't be set to True simultaneously"). Nesting transformers'
+checkpoint inside a non-reentrant wrapper costs an extra recompute only when the inner checkpoint is reentrant
+(a tiny Llama layer's MLP runs three times per step instead of two; non-reentrant inside non-reentrant runs it
+twice, as one level does: tests/stack/test_matrix.py::test_nested_checkpoint_recomputes), so a non-reentrant
+enable call (transformers' default from 5.0, facts table) is not reported. Lightning skips its own policy
+when the model already contains `CheckpointWrapper` layers (`lightning.fsdp-already-checkpointed`): only
+the layers wrapped by hand stay checkpointed.
 
 ## Fix safety
 When `fsdp_config` is not given, the fix turns `gradient_checkpointing` off and adds
@@ -20,14 +27,19 @@ auto-wrapped units, which may differ from the layers transformers checkpoints.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from rootrank.check import edits, hf
 from rootrank.check.registry import Violation, rule
-from rootrank.check.semantic import APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER, Semantic, keyword
+from rootrank.check.semantic import CallSite, Semantic, keyword
 from rootrank.model import Applicability, Severity
 
 RULE = "checkpoint.fsdp-double-checkpoint"
+LIGHTNING_ROOTS = ("lightning", "pytorch_lightning", "lightning_fabric")
+# FSDPStrategy's policy keyword, and its deprecated predecessor (lightning/fabric/strategies/fsdp.py, 2.6.6).
+POLICY_KEYWORDS = ("activation_checkpointing_policy", "activation_checkpointing")
+ALREADY_TOPIC = "lightning.fsdp-already-checkpointed"
 
 
 @rule(RULE, Severity.WARNING)
@@ -62,12 +74,42 @@ def fsdp_double_checkpoint(semantic: Semantic) -> Iterator[Violation]:
                 f"`{flag}=True` with FSDP{' full/hybrid shard' if sharded else ''}: the recomputation all-gathers the "
                 'parameters again in backward; use `fsdp_config={"activation_checkpointing": True}` instead'),
                 edits.fixes(fix))
-    fsdp_ac = next((s.node for s in semantic.calls_to(APPLY_ACTIVATION_CHECKPOINTING, CHECKPOINT_WRAPPER)), None)
-    if fsdp_ac is None:
+    wrappers = [site for site in semantic.checkpoints if site.api in ("apply_activation_checkpointing",
+                                                                        "checkpoint_wrapper")]
+    policies = [(strategy, policy) for strategy in semantic.calls_named("FSDPStrategy", LIGHTNING_ROOTS)
+                if (policy := _policy(semantic, strategy)) is not None]
+    if wrappers and policies:
+        already = semantic.fact(ALREADY_TOPIC)
+        for _, policy in policies:
+            yield Violation(policy, (
+                f"Lightning's `FSDPStrategy({policy.arg}=...)` in a file that also wraps layers in "
+                f"`checkpoint_wrapper` (line {wrappers[0].call.lineno}): when the model reaches Fabric/the Trainer "
+                "with those wrappers, Lightning skips its policy (`FSDP checkpointing is configured, but the model "
+                "already contains checkpointed layers. Checkpointing will be ignored.`) and only the layers wrapped "
+                "by hand are checkpointed; keep one of the two"), (), (already.assumed,) if already.known else ())
+    outer = [*(s.call for s in wrappers), *(p for _, p in policies)]
+    if not outer:
         return
+    # Lightning's policy applies the non-reentrant `checkpoint_wrapper`, as a bare `apply_activation_checkpointing`.
+    outer_non_reentrant = all(site.reentrant is False for site in wrappers)
     for checkpoint_site in semantic.checkpoints:
-        if hf.is_enable(checkpoint_site.api):
-            yield Violation(checkpoint_site.call.func, (
-                f"`{checkpoint_site.api}()` in a file that also applies FSDP activation checkpointing "
-                f"(line {getattr(fsdp_ac, 'lineno', '?')}): the blocks are checkpointed twice and recomputed twice "
-                "in backward; keep one of the two"))
+        if not hf.is_enable(checkpoint_site.api):
+            continue
+        if checkpoint_site.reentrant is False and outer_non_reentrant:
+            continue  # nested non-reentrant checkpoints recompute once, as one level does
+        where = getattr(outer[0], "lineno", "?")
+        message = (f"`{checkpoint_site.api}()` in a file that also applies FSDP activation checkpointing (line "
+                   f"{where}): transformers' checkpoint runs inside the wrapper's, and a reentrant inner checkpoint "
+                   "is recomputed again in the wrapper's recomputation (each block's forward runs three times per "
+                   "step instead of two); keep one of the two")
+        assumes, at_most, note = hf.qualify(checkpoint_site.assumed)
+        yield Violation(checkpoint_site.call.func, message + note, (), assumes, at_most)
+
+
+def _policy(semantic: Semantic, strategy: CallSite) -> ast.keyword | None:
+    """The policy keyword of a Lightning `FSDPStrategy(...)` call, when it is given and not `None`."""
+    for name in POLICY_KEYWORDS:
+        found = keyword(strategy.node, name)
+        if found is not None and not (isinstance(found.value, ast.Constant) and found.value.value is None):
+            return found
+    return None

@@ -46,7 +46,7 @@ def trl_peft_zero3(semantic: Semantic) -> Iterator[Violation]:
         if not peft_in_file and (peft is None or semantic.literal(peft.value, trainer.frame) is None):
             continue
         config = _config(semantic, trainer)
-        if config is None or not _zero3(semantic, config) or not _checkpointing_on(semantic, config):
+        if config is None or not _zero3(semantic, config) or not checkpointing_on(semantic, config):
             continue
         kwargs = hf.kwargs(config.node)
         given = semantic.literal(kwargs.value, config.frame) if kwargs is not None else {}
@@ -92,7 +92,8 @@ def _zero3(semantic: Semantic, config: CallSite) -> bool:
     return isinstance(zero, dict) and zero.get("stage") == 3
 
 
-def _checkpointing_on(semantic: Semantic, config: CallSite) -> bool:
+def checkpointing_on(semantic: Semantic, config: CallSite) -> bool:
+    """Whether the TrainingArguments-like call turns checkpointing on (either field name, or TRL's default)."""
     flag = hf.flag(config.node)
     if flag is not None:
         return semantic.literal(flag.value, config.frame) is True
