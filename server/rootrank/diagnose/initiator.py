@@ -367,7 +367,9 @@ class InitiatorFinder:
         behind = self._behind(timeouts)
         if behind is not None:
             return behind
-        if 0 not in suffered and (0 in missing or not world or world == set(suffered)):
+        # Only when some rank did suffer: with no rank named at all (a launcher's or a framework's shutdown
+        # message without a rank prefix), rank 0 is no more likely than any other.
+        if suffered and 0 not in suffered and (0 in missing or not world or world == set(suffered)):
             candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing if r != 0]
             numel = first_symptom.fields.get("numel_in") or first_symptom.fields.get("numel")
             barrier = " in a 1-element barrier" if numel == "1" else ""
@@ -379,7 +381,8 @@ class InitiatorFinder:
         candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing]
         return Verdict(rank=None, cause=first_symptom, rule=first_symptom.rule, decided_by="undecided",
                        candidates=candidates,
-                       undecided=f"ranks {victims} only suffered ({first_symptom.rule}); the log does not show "
+                       undecided=(f"ranks {victims} only suffered" if victims else "the log holds only symptoms")
+                                 + f" ({first_symptom.rule}); the log does not show "
                                  f"which rank stopped first" + (f"; candidates: {ranks_text(missing)}" if missing else ""))
 
     def _named_culprit(self, symptoms: list[Event]) -> Verdict | None:
