@@ -50,7 +50,8 @@ HOST_LEVEL_RULES = {"infra.slurm-node-failure", "infra.k8s-node-not-ready", "ray
 PROCESS_LEVEL_RULES = {"hardware.cuda-kernel-fault"}  # printed by the rank itself, about its own kernels
 HOST_FIELDS = ("host", "node_address")  # captures that name the failed machine
 # NCCL's debug prefix "<host>:<pid>:<tid> [<cuda device>] ": the printing host (the bracket is a device, not a rank).
-NCCL_PREFIX = re.compile(r"(?:^|\s)(?P<host>[A-Za-z0-9][\w.-]{0,63}):\d{1,9}:\d{1,9} \[\d{1,3}\] ")
+# It may follow a launcher's tag with no space: "[1,23]<stdout>:ip-172-32-45-165:72593:73427 [7] NCCL WARN ...".
+NCCL_PREFIX = re.compile(r"(?:^|[\s:>\]])(?P<host>[A-Za-z0-9][\w.-]{0,63}):\d{1,9}:\d{1,9} \[\d{1,3}\] ")
 
 
 @dataclass
