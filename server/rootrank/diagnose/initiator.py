@@ -143,6 +143,15 @@ class InitiatorFinder:
             best = max(soft, key=lambda e: (e.severity is Severity.WARNING, -e.order))
             return Verdict(rank=self._event_rank(best), cause=best, rule=best.rule,
                            decided_by="no failure; the most important warning")
+        # A launcher's error summary with nothing of the child's own (the paste kept only the last lines):
+        # the child failed, but its reason is not in this log. Said as such, not as "no failure".
+        summaries = [u for u in units if u.role is Role.CONTEXT and u.severity is Severity.ERROR]
+        if summaries:
+            first = min(summaries, key=lambda e: e.order)
+            return Verdict(rank=self._event_rank(first), cause=first, rule=first.rule,
+                           decided_by="only a launcher's summary",
+                           undecided="the log holds only the launcher's report that a child process failed; the "
+                                     "child's own error (its traceback or signal) is not in it")
         return Verdict(rank=None, cause=None, rule=None, decided_by="nothing matched")
 
     def _from_causes(self, causes: list[Event], units: list[Event]) -> Verdict:
