@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rootrank.diagnose import diagnose_paths, diagnose_text
 from rootrank.diagnose.formats.wrapped import MAX_JOINED_BYTES, Unwrapper, unwrap_chunks, wrap_width
@@ -38,6 +39,15 @@ def _cases() -> list[Path]:
 
 
 CASES = _cases()
+
+
+def _wrapped_case(case: Path) -> object:
+    """A case whose expect.yaml records `wrap_limitation`: wrapped, the log cannot be told from an unwrapped one (an
+    expected failure that must keep failing until the detection improves)."""
+    expect = yaml.safe_load((case / "expect.yaml").read_text()) or {}
+    reason = expect.get("wrap_limitation")
+    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+    return pytest.param(case, id=f"{case.parent.name}/{case.name}", marks=marks)
 
 
 def _rendered(line: str) -> str:
@@ -71,7 +81,7 @@ def _root(case: Path, width: int | None, into: Path) -> tuple[str | None, int | 
     return (root.rule, root.rank) if root is not None else (None, None)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c.parent.name}/{c.name}" for c in CASES])
+@pytest.mark.parametrize("case", [_wrapped_case(c) for c in CASES])
 def test_wrapped_log_gives_the_unwrapped_diagnosis(case: Path, tmp_path: Path) -> None:
     longest = max(len(_rendered(line)) for f in _files(case) for line in f.read_text(errors="replace").split("\n"))
     widths = [w for w in WIDTHS if w < longest]  # narrower than its longest line: something is wrapped

@@ -137,6 +137,7 @@ FINDINGS = {
     "llama_checkpointed_eval": {"checkpoint.no-grad-context"},
     "reentrant_frozen_input": {"checkpoint.reentrant-no-grad-inputs"},
     "all_checkpointed": set(),
+    "llama_checkpointed": set(),
     "mlp_sequential": set(),
     "tiny_llama": set(),
 }

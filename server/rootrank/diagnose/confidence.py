@@ -56,6 +56,8 @@ class Assessor:
         if verdict.decided_by == "exited on its own":
             return Sureness("medium", "from the launcher's exit status and the other ranks' losses; the rank "
                                       "printed no error, so why it exited is not in the log")
+        if cause.role is Role.CONTEXT and cause.severity is Severity.ERROR:
+            return Sureness("medium", "a launcher's summary of a failed child: the child's own error is not in the log")
         if cause.severity is not Severity.ERROR or cause.role is Role.CONTEXT:
             return Sureness("medium", "only warnings: nothing stopped the run")
         if verdict.rule != cause.rule:

@@ -50,7 +50,8 @@ HOST_LEVEL_RULES = {"infra.slurm-node-failure", "infra.k8s-node-not-ready", "ray
 PROCESS_LEVEL_RULES = {"hardware.cuda-kernel-fault"}  # printed by the rank itself, about its own kernels
 HOST_FIELDS = ("host", "node_address")  # captures that name the failed machine
 # NCCL's debug prefix "<host>:<pid>:<tid> [<cuda device>] ": the printing host (the bracket is a device, not a rank).
-NCCL_PREFIX = re.compile(r"(?:^|\s)(?P<host>[A-Za-z0-9][\w.-]{0,63}):\d{1,9}:\d{1,9} \[\d{1,3}\] ")
+# It may follow a launcher's tag with no space: "[1,23]<stdout>:ip-172-32-45-165:72593:73427 [7] NCCL WARN ...".
+NCCL_PREFIX = re.compile(r"(?:^|[\s:>\]])(?P<host>[A-Za-z0-9][\w.-]{0,63}):\d{1,9}:\d{1,9} \[\d{1,3}\] ")
 
 
 @dataclass
@@ -142,6 +143,15 @@ class InitiatorFinder:
             best = max(soft, key=lambda e: (e.severity is Severity.WARNING, -e.order))
             return Verdict(rank=self._event_rank(best), cause=best, rule=best.rule,
                            decided_by="no failure; the most important warning")
+        # A launcher's error summary with nothing of the child's own (the paste kept only the last lines):
+        # the child failed, but its reason is not in this log. Said as such, not as "no failure".
+        summaries = [u for u in units if u.role is Role.CONTEXT and u.severity is Severity.ERROR]
+        if summaries:
+            first = min(summaries, key=lambda e: e.order)
+            return Verdict(rank=self._event_rank(first), cause=first, rule=first.rule,
+                           decided_by="only a launcher's summary",
+                           undecided="the log holds only the launcher's report that a child process failed; the "
+                                     "child's own error (its traceback or signal) is not in it")
         return Verdict(rank=None, cause=None, rule=None, decided_by="nothing matched")
 
     def _from_causes(self, causes: list[Event], units: list[Event]) -> Verdict:
@@ -367,7 +377,9 @@ class InitiatorFinder:
         behind = self._behind(timeouts)
         if behind is not None:
             return behind
-        if 0 not in suffered and (0 in missing or not world or world == set(suffered)):
+        # Only when some rank did suffer: with no rank named at all (a launcher's or a framework's shutdown
+        # message without a rank prefix), rank 0 is no more likely than any other.
+        if suffered and 0 not in suffered and (0 in missing or not world or world == set(suffered)):
             candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing if r != 0]
             numel = first_symptom.fields.get("numel_in") or first_symptom.fields.get("numel")
             barrier = " in a 1-element barrier" if numel == "1" else ""
@@ -379,7 +391,8 @@ class InitiatorFinder:
         candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing]
         return Verdict(rank=None, cause=first_symptom, rule=first_symptom.rule, decided_by="undecided",
                        candidates=candidates,
-                       undecided=f"ranks {victims} only suffered ({first_symptom.rule}); the log does not show "
+                       undecided=(f"ranks {victims} only suffered" if victims else "the log holds only symptoms")
+                                 + f" ({first_symptom.rule}); the log does not show "
                                  f"which rank stopped first" + (f"; candidates: {ranks_text(missing)}" if missing else ""))
 
     def _named_culprit(self, symptoms: list[Event]) -> Verdict | None:

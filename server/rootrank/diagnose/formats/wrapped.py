@@ -82,10 +82,16 @@ def _continues(line: bytes, record: bytes) -> bool:
     return not (line[:SAME_START] == record[:SAME_START] or starts_record(line.decode("utf-8", "replace")))
 
 
+_TABLE_EDGE = frozenset((b"|", b"+"))
+
+
 def _boundary(row: bytes, line: bytes) -> bool:
     """Whether the end of `row` and the start of `line` read as two texts rather than one cut in two:
-    a sentence or bracket closing, then a capital or an opening bracket with no space between."""
-    return row.rstrip(b"\r")[-1:] in _CLOSING and line[:1] in _OPENING
+    a sentence or bracket closing, then a capital or an opening bracket with no space between; or two
+    rows of a box-drawn table (`dcgmi diag`, `nvidia-smi`: every row as wide as the table, so a table
+    alone looks like rows of a wrap), one ending and the next starting at the table's edge."""
+    end = row.rstrip(b"\r")[-1:]
+    return (end in _CLOSING and line[:1] in _OPENING) or (end in _TABLE_EDGE and line[:1] in _TABLE_EDGE)
 
 
 def wrap_width(sample: bytes) -> int | None:
