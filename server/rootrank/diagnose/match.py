@@ -3,10 +3,11 @@
 Every pattern carries a literal that any match must contain; a line is only handed to the regex
 engine when one of its literals is present, so the per-line cost is a handful of substring tests.
 The lines of a failure cascade repeat one message shape with other numbers (a thousand ranks' watchdog
-timeouts): which patterns can match is remembered per shape (digits blanked), so the next rank's line
-runs only those, never the literal gate or the patterns that failed. That is exact: a pattern whose
-regex holds no digit (quantifier bounds aside) nor backreference treats every digit alike, and the
-others are always run again. Patterns are never joined into one alternation (that is slower in Python's engine and hides which
+timeouts): which patterns match, and where their captures are, is remembered per shape (digits
+blanked), so the next rank's line only slices its fields out, never running the literal gate, the
+patterns that failed or those that matched. That is exact: a pattern whose regex holds no digit
+(quantifier bounds aside) nor backreference treats every digit alike, so it matches every text of a
+shape at the same places (shapes.py); the others are run again on each text. Patterns are never joined into one alternation (that is slower in Python's engine and hides which
 pattern matched).
 """
 
@@ -19,6 +20,7 @@ from rootrank.diagnose.memo import TextMemo
 from rootrank.library import Library, LogPattern
 
 _BLANK_DIGITS = str.maketrans("123456789", "000000000")
+_BLANK_BYTES = bytes.maketrans(b"123456789", b"000000000")
 # Regex text that may tell one digit from another: a digit (outside {m,n}), a character escape, a
 # backreference by name. Numbered backreferences hold a digit.
 _TELLS_DIGITS = re.compile(r"[0-9]|\\[xuUN0]|\(\?P=")
@@ -55,7 +57,7 @@ class Matcher:
         self._telling = [(i, p.literal.translate(_BLANK_DIGITS).lower() if p.ignore_case
                           else p.literal.translate(_BLANK_DIGITS), p.ignore_case)
                          for i, p in enumerate(self._patterns) if not self._blind[i]]
-        self._shapes: dict[str, list[int]] = {}
+        self._shapes: dict[bytes, list[tuple[int, tuple[tuple[str, int, int], ...] | None]]] = {}
         self._anchor_regex: re.Pattern[str] | None = None
         self._literals_at: dict[str, frozenset[str]] = {}
         self._indexed = False
@@ -86,21 +88,52 @@ class Matcher:
         return self._memo(text)
 
     def _match(self, text: str) -> list[tuple[LogPattern, dict[str, str]]]:
-        shape = text.translate(_BLANK_DIGITS)
-        if shape == text or len(text) > MAX_SHAPE_CHARS:
+        if len(text) > MAX_SHAPE_CHARS:
             return self._run(text, self._candidates(text))
-        places = self._shapes.get(shape)
-        if places is None:
-            # Every candidate is tried once here, so that the places kept are right whichever of an
-            # entry's patterns matches the next text of this shape.
-            found = {p for p in self._candidates(text) if self._blind[p] and self._patterns[p].regex.search(text)}
-            folded = shape.lower()
-            found.update(i for i, literal, fold in self._telling if literal in (folded if fold else shape))
-            places = sorted(found)
+        shape = text.encode("utf-8", "surrogatepass").translate(_BLANK_BYTES)
+        plan = self._shapes.get(shape)
+        if plan is None:
+            plan = self._plan(text)
             if len(self._shapes) >= SHAPES:
                 self._shapes.clear()
-            self._shapes[shape] = places
-        return self._run(text, places)
+            self._shapes[shape] = plan
+        found: list[tuple[LogPattern, dict[str, str]]] = []
+        seen_entries: set[str] = set()
+        patterns = self._patterns
+        for place, spans in plan:
+            pattern = patterns[place]
+            if pattern.entry_id in seen_entries:
+                continue
+            if spans is None:
+                m = pattern.regex.search(text)
+                if not m:
+                    continue
+                fields = {k: v for k, v in m.groupdict().items() if v is not None}
+            else:
+                fields = {name: text[start:end] for name, start, end in spans}
+            found.append((pattern, fields))
+            seen_entries.add(pattern.entry_id)
+        return found
+
+    def _plan(self, text: str) -> list[tuple[int, tuple[tuple[str, int, int], ...] | None]]:
+        """What to do for every text of this text's shape, in pattern order: for each digit-blind pattern
+        that matches, where its captures are (the same places in every text of the shape); for each
+        pattern that tells digits apart and whose literal the shape may hold, None: run it each time.
+        Every candidate is tried here, so that the plan is right whichever of an entry's patterns
+        matches the next text of this shape."""
+        plan: dict[int, tuple[tuple[str, int, int], ...] | None] = {}
+        for place in self._candidates(text):
+            if not self._blind[place]:
+                continue
+            m = self._patterns[place].regex.search(text)
+            if m:
+                plan[place] = tuple((name, *m.span(name)) for name in m.re.groupindex if m.start(name) >= 0)
+        shape = text.translate(_BLANK_DIGITS)
+        folded = shape.lower()
+        for place, literal, fold in self._telling:
+            if literal in (folded if fold else shape):
+                plan[place] = None
+        return sorted(plan.items())
 
     def _candidates(self, text: str) -> list[int]:
         """Places (ascending) of the patterns whose literal the text holds."""
