@@ -17,6 +17,7 @@ import re
 from collections import defaultdict
 
 from rootrank.diagnose.memo import TextMemo
+from rootrank.diagnose.shapes import digit_classes
 from rootrank.library import Library, LogPattern
 
 _BLANK_DIGITS = str.maketrans("123456789", "000000000")
@@ -25,6 +26,7 @@ _BLANK_BYTES = bytes.maketrans(b"123456789", b"000000000")
 # backreference by name. Numbered backreferences hold a digit.
 _TELLS_DIGITS = re.compile(r"[0-9]|\\[xuUN0]|\(\?P=")
 _BOUNDS = re.compile(r"\{\d*,?\d*\}")
+Spans = tuple[tuple[str, int, int], ...]
 SHAPES = 1 << 12  # shapes remembered (cleared when full), of texts up to MAX_SHAPE_CHARS long
 MAX_SHAPE_CHARS = 1024
 
@@ -57,7 +59,11 @@ class Matcher:
         self._telling = [(i, p.literal.translate(_BLANK_DIGITS).lower() if p.ignore_case
                           else p.literal.translate(_BLANK_DIGITS), p.ignore_case)
                          for i, p in enumerate(self._patterns) if not self._blind[i]]
-        self._shapes: dict[bytes, list[tuple[int, tuple[tuple[str, int, int], ...] | None]]] = {}
+        self._shapes: dict[bytes, list[tuple[int, Spans | None]]] = {}
+        # Each telling pattern's own digit classes (worked out when first needed: a parse of its regex),
+        # and what it found per shape under them.
+        self._tables: dict[int, bytes | None] = {}
+        self._told_spans: dict[tuple[int, bytes], Spans | None] = {}
         self._anchor_regex: re.Pattern[str] | None = None
         self._literals_at: dict[str, frozenset[str]] = {}
         self._indexed = False
@@ -81,6 +87,7 @@ class Matcher:
         self._indexed = True
         self._memo.clear()
         self._shapes.clear()
+        self._told_spans.clear()
 
     def match(self, text: str) -> list[tuple[LogPattern, dict[str, str]]]:
         """The first matching pattern of each entry, for one line, with the fields it captured (shared
@@ -90,7 +97,8 @@ class Matcher:
     def _match(self, text: str) -> list[tuple[LogPattern, dict[str, str]]]:
         if len(text) > MAX_SHAPE_CHARS:
             return self._run(text, self._candidates(text))
-        shape = text.encode("utf-8", "surrogatepass").translate(_BLANK_BYTES)
+        encoded = text.encode("utf-8", "surrogatepass")
+        shape = encoded.translate(_BLANK_BYTES)
         plan = self._shapes.get(shape)
         if plan is None:
             plan = self._plan(text)
@@ -105,17 +113,34 @@ class Matcher:
             if pattern.entry_id in seen_entries:
                 continue
             if spans is None:
-                m = pattern.regex.search(text)
-                if not m:
+                spans = self._told(place, text, encoded)
+                if spans is None:
                     continue
-                fields = {k: v for k, v in m.groupdict().items() if v is not None}
-            else:
-                fields = {name: text[start:end] for name, start, end in spans}
-            found.append((pattern, fields))
+            found.append((pattern, {name: text[start:end] for name, start, end in spans}))
             seen_entries.add(pattern.entry_id)
         return found
 
-    def _plan(self, text: str) -> list[tuple[int, tuple[tuple[str, int, int], ...] | None]]:
+    def _told(self, place: int, text: str, encoded: bytes) -> Spans | None:
+        """Where a pattern that tells some digits apart captures in `text` (None: no match), remembered
+        per shape under the pattern's own digit classes (`PG 0` apart from `PG 7`, `-6` from `-9`)."""
+        if place in self._tables:
+            table = self._tables[place]
+        else:
+            pattern = self._patterns[place]
+            table = self._tables[place] = digit_classes([pattern.pattern, re.escape(pattern.literal)])
+        if table is None:  # a backreference: run every time
+            m = self._patterns[place].regex.search(text)
+            return None if m is None else _spans(m)
+        key = (place, encoded.translate(table))
+        if key in self._told_spans:
+            return self._told_spans[key]
+        m = self._patterns[place].regex.search(text)
+        if len(self._told_spans) >= 4 * SHAPES:
+            self._told_spans.clear()
+        spans = self._told_spans[key] = None if m is None else _spans(m)
+        return spans
+
+    def _plan(self, text: str) -> list[tuple[int, Spans | None]]:
         """What to do for every text of this text's shape, in pattern order: for each digit-blind pattern
         that matches, where its captures are (the same places in every text of the shape); for each
         pattern that tells digits apart and whose literal the shape may hold, None: run it each time.
@@ -127,7 +152,7 @@ class Matcher:
                 continue
             m = self._patterns[place].regex.search(text)
             if m:
-                plan[place] = tuple((name, *m.span(name)) for name in m.re.groupindex if m.start(name) >= 0)
+                plan[place] = _spans(m)
         shape = text.translate(_BLANK_DIGITS)
         folded = shape.lower()
         for place, literal, fold in self._telling:
@@ -174,6 +199,11 @@ class Matcher:
                 found.append((pattern, {k: v for k, v in m.groupdict().items() if v is not None}))
                 seen_entries.add(pattern.entry_id)
         return found
+
+
+def _spans(m: re.Match[str]) -> Spans:
+    """The named captures of a match that took part in it, as (name, start, end)."""
+    return tuple((name, *m.span(name)) for name in m.re.groupindex if m.start(name) >= 0)
 
 
 def _literal_gate(literals: list[str], flags: int) -> re.Pattern[str] | None:
