@@ -432,7 +432,8 @@ def diagnose(path: Path, json_out: Path, timeout: float | None, engine: str = "p
         doc = json.loads(json_out.read_text())
         rc = doc.get("root_cause") or {}
         r.update(rule=rc.get("rule"), rank=rc.get("rank"), host=rc.get("host"),
-                 collateral=len(doc.get("collateral") or []), lines_read=doc.get("lines_read"))
+                 collateral=doc.get("collateral_count", len(doc.get("collateral") or [])),
+                 lines_read=doc.get("lines_read"))
     except (OSError, ValueError) as exc:
         r.update(rule=None, rank=None, error=f"no JSON: {exc}")
     return r
