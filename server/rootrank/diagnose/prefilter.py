@@ -192,17 +192,20 @@ class Prefilter:
                 wanted[variant].add((folded, True))
         self.anchors = tuple(sorted(anchors))
         # The scan reports the longest anchor at a place: the anchors it starts with were hit too.
-        self._confirm = {a: tuple(sorted({w for other in self.anchors if a.startswith(other) for w in wanted[other]}))
+        # (Each anchor's own prefixes are looked up, not every other anchor.)
+        self._confirm = {a: tuple(sorted({w for n in range(1, len(a) + 1) for w in wanted.get(a[:n], ())}))
                          for a in self.anchors}
         self.engine = _pick_engine(engine)
-        # One regex per first byte (see the module docstring), unless so many first bytes are needed
-        # that one regex over all of them, testing every byte, costs less.
-        groups = _by_first_byte(self.anchors)
-        if len(groups) <= ONE_REGEX_COST:
-            self._regexes = [_grouped_regex(group, 0) for group in groups]
-        else:
-            self._regexes = [_grouped_regex(self.anchors, 0)] if self.anchors else []
         self._hs: Any = _hyperscan_db(self.anchors) if self.engine == "hyperscan" else None
+        # One regex per first byte (see the module docstring), unless so many first bytes are needed
+        # that one regex over all of them, testing every byte, costs less. Hyperscan needs none.
+        self._regexes: list[re.Pattern[bytes]] = []
+        if self.engine == "python":
+            groups = _by_first_byte(self.anchors)
+            if len(groups) <= ONE_REGEX_COST:
+                self._regexes = [_grouped_regex(group, 0) for group in groups]
+            elif self.anchors:
+                self._regexes = [_grouped_regex(self.anchors, 0)]
 
     def candidates(self, buf: bytes | bytearray, start: int, end: int) -> list[int]:
         """Start offsets of the lines in buf[start:end] that hold an anchor, ascending."""
