@@ -387,11 +387,15 @@ def other_markdown(other: dict) -> str:
     md = ["", f"### Logs of an independent generator (`{other['generator']}`)", "",
           f"{other['ranks']} ranks, seed {other['seed']}; reference: `LC_ALL=C grep -E -c -f patterns.ere.txt` with "
           f"that generator's own {other['patterns']} comparable patterns, on the same file in the same run "
-          f"(grep best of its runs, rootrank the median of its runs, wall times of each listed).", "",
-          "| log (generator) | tool | wall (runs) | MB/s | throughput vs grep -E | peak RSS | planted rank found |",
-          "|---|---|---:|---:|---:|---:|---|"]
+          f"(grep best of its runs, rootrank the median of its runs, wall times of each listed). CPU: user+sys "
+          f"of that run (rootrank's includes its second process); on a loaded machine the CPU ratio moves less "
+          f"than the wall ratio.", "",
+          "| log (generator) | tool | wall (runs) | MB/s | throughput vs grep -E | CPU (user+sys) | CPU: grep's / its "
+          "| peak RSS | planted rank found |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for run in other["sizes"]:
         grep_wall = run["tools"]["grep -E"]["wall_s"]
+        grep_cpu = _cpu(run["tools"]["grep -E"])
         for name, t in run["tools"].items():
             found = "-"
             if name.startswith("rootrank"):
@@ -399,8 +403,23 @@ def other_markdown(other: dict) -> str:
             runs = ", ".join(f"{w:.2f}" for w in t.get("runs", []))
             md.append(f"| {run['bytes'] / MiB:,.0f} MiB ({other['generator']}) | {name} | {t['wall_s']:.2f} s "
                       f"({runs}) | {run['bytes'] / MB / t['wall_s']:,.1f} | {grep_wall / t['wall_s']:.2f}x | "
-                      f"{fmt_rss(t.get('peak_rss_mib'))} | {found} |")
+                      f"{_cpu_text(t)} | {_cpu_ratio(grep_cpu, _cpu(t))} | {fmt_rss(t.get('peak_rss_mib'))} | {found} |")
     return "\n".join(md) + "\n"
+
+
+def _cpu(t: dict) -> float | None:
+    if t.get("user_s") is None or t.get("sys_s") is None:
+        return None
+    return float(t["user_s"]) + float(t["sys_s"])
+
+
+def _cpu_text(t: dict) -> str:
+    cpu = _cpu(t)
+    return "-" if cpu is None else f"{cpu:.2f} s"
+
+
+def _cpu_ratio(reference: float | None, cpu: float | None) -> str:
+    return "-" if not reference or not cpu else f"{reference / cpu:.2f}x"
 
 
 def warm(path: Path) -> None:
@@ -432,7 +451,8 @@ def diagnose(path: Path, json_out: Path, timeout: float | None, engine: str = "p
         doc = json.loads(json_out.read_text())
         rc = doc.get("root_cause") or {}
         r.update(rule=rc.get("rule"), rank=rc.get("rank"), host=rc.get("host"),
-                 collateral=len(doc.get("collateral") or []), lines_read=doc.get("lines_read"))
+                 collateral=doc.get("collateral_count", len(doc.get("collateral") or [])),
+                 lines_read=doc.get("lines_read"))
     except (OSError, ValueError) as exc:
         r.update(rule=None, rank=None, error=f"no JSON: {exc}")
     return r

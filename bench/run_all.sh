@@ -4,6 +4,8 @@
 #   bench/run_all.sh                              # quick: a 20 MiB, 1024-rank log (today's engine: ~1 min total)
 #   bench/run_all.sh --size 200MiB --size 1GiB    # the real targets; any bench_diagnose.py option works
 #   KEEP_DATA=1 bench/run_all.sh                  # reuse logs already in bench/out/ when they match
+#   ONLY_DIAGNOSE=1 bench/run_all.sh ...          # run bench_diagnose.py alone and rewrite only its
+#                                                 # sections of BENCHMARKS.md (the others are kept as they are)
 #
 # Generated data goes to bench/out/ (git-ignored). Timings are reported, never asserted.
 set -euo pipefail
@@ -37,7 +39,11 @@ if ! "$PY" bench/bench_diagnose.py "${REGEN[@]}" "${DIAG_ARGS[@]}" > "$OUT/bench
 fi
 
 # the other benchmarks, when present: run with their defaults, output kept verbatim
-for name in bench_check bench_lsp bench_watch bench_fleet; do
+OTHERS=(bench_check bench_lsp bench_watch bench_fleet)
+if [[ "${ONLY_DIAGNOSE:-0}" == 1 ]]; then
+    OTHERS=()
+fi
+for name in "${OTHERS[@]}"; do
     rm -f "$OUT/$name.stdout"
     if [[ -f "bench/$name.py" ]]; then
         echo "== $name.py" >&2
@@ -59,10 +65,20 @@ rgver=$(command -v rg >/dev/null && { rg --version 2>/dev/null | head -n1; } || 
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo "?")
 now=$(date -u '+%Y-%m-%d %H:%M UTC')
 
+# With ONLY_DIAGNOSE=1 the sections after the diagnose ones (from the first "## " heading that is not
+# about `rootrank diagnose`) are carried over from the BENCHMARKS.md there is.
+kept=""
+if [[ "${ONLY_DIAGNOSE:-0}" == 1 && -f "$ROOT/BENCHMARKS.md" ]]; then
+    kept=$(awk '/^## / && !/rootrank diagnose/ {on=1} on' "$ROOT/BENCHMARKS.md")
+fi
+
 {
     echo "# Benchmarks"
     echo
     echo "Written by \`bench/run_all.sh ${DIAG_ARGS[*]}\` on $now at commit \`$commit\`; do not edit by hand."
+    if [[ -n "$kept" ]]; then
+        echo "This run (\`ONLY_DIAGNOSE=1\`) regenerated the \`rootrank diagnose\` speed sections; the sections from \`rootrank check\` on are kept from earlier runs."
+    fi
     echo "How to run them: [bench/README.md](bench/README.md). Timings are machine-dependent: read the ratios."
     if [[ -n "${ROOTRANK_OTHER_GENERATOR:-}" ]]; then
         other=$(cd "$ROOTRANK_OTHER_GENERATOR" && echo "$(basename "$(dirname "$PWD")")/$(basename "$PWD")")
@@ -81,7 +97,11 @@ now=$(date -u '+%Y-%m-%d %H:%M UTC')
     else
         echo "(bench_diagnose.py produced no report)"
     fi
-    for name in bench_check bench_lsp bench_watch bench_fleet; do
+    if [[ -n "$kept" ]]; then
+        echo
+        echo "$kept"
+    fi
+    for name in "${OTHERS[@]}"; do
         if [[ -f "$OUT/$name.stdout" ]]; then
             echo
             case $name in

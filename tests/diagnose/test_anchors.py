@@ -56,3 +56,26 @@ def test_the_middle_and_end_of_a_file_are_sampled(tmp_path: Path) -> None:
     assert select_mod._later_sample(io.BytesIO(head), 0, len(head)) == b""
     choice = _choice(head[:1 << 20] + later, LITERAL)
     assert CHATTER.count(choice.anchor_of[LITERAL]) == 0
+
+
+def test_the_trie_regex_finds_what_an_alternation_sorted_by_length_finds() -> None:
+    # The scan's regex is a trie of the anchors; the match at each place must still be the longest
+    # anchor there (the confirmation looks up what that anchor stands for).
+    import random
+    import re
+
+    from rootrank.diagnose.prefilter import _grouped_regex, _sorted_alternation
+    from tests.conftest import FIXTURE_LOGS
+
+    text = b"".join(log.read_bytes() for log in sorted(FIXTURE_LOGS.glob("*/log.txt")))
+    rng = random.Random(5)
+    words = sorted(set(re.findall(rb"[\w.:()=\[\] -]{4,12}", text)))
+    for trial in range(20):
+        anchors = set(rng.sample(words, 40))
+        # Anchors that are prefixes of one another, as windows of one literal are.
+        anchors |= {a[:n] for a in list(anchors)[:10] for n in (4, 6, 9) if len(a) > n}
+        ordered = tuple(sorted(anchors))
+        trie, sorted_alternation = _grouped_regex(ordered, 0), _sorted_alternation(ordered, 0)
+        got = [(m.start(), m.group()) for m in trie.finditer(text)]
+        assert got == [(m.start(), m.group()) for m in sorted_alternation.finditer(text)], trial
+        assert got

@@ -12,7 +12,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from rootrank.diagnose.stacks import detect_stacks
+from rootrank.diagnose import stacks
+from rootrank.diagnose.shapes import ShapeMemo, digit_classes
 from rootrank.library import Entry, Library
 from rootrank.model import Event, LogLine, Role, Severity
 
@@ -22,6 +23,7 @@ KEPT_FIELD_CHARS = 1000  # of a captured field (they fill fix texts and messages
 # The collective a traceback was waiting in, from its c10d frame: `distributed_c10d.py", line 3151, in broadcast`.
 _C10D_FRAME = re.compile(r'distributed_c10d\.py", line \d+, in (?P<op>[a-z_]+)')
 _C10D_SKIP = {"wrapper", "wait", "_wait", "barrier_wrapper"}
+_STACK_DIGITS = digit_classes(stacks.REGEXES)
 ROLE_WEIGHT = {Role.CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
 
 
@@ -61,6 +63,8 @@ class EventCollector:
         self._block_op: dict[int, str] = {}
         self.ignored_blocks: set[int] = set()  # shared with the traceback grouper
         self._order = 0
+        # A cascade's lines show the same stacks per shape (other ranks, other pids): looked for once.
+        self._stacks_in = ShapeMemo(_STACK_DIGITS, stacks.stacks_in)
 
     def observe(self, line: LogLine) -> int:
         """Record a line's rank and stack hints; returns its order in the merged stream."""
@@ -73,7 +77,7 @@ class EventCollector:
         elif line.local_rank is not None and not line.quoted:
             out.local_ranks_seen.add(line.local_rank)
         if "/" in line.raw or "(" in line.raw:
-            out.stacks |= detect_stacks(line.raw, out.stacks)
+            out.stacks |= self._stacks_in(line.raw)
         if line.block and "distributed_c10d.py" in line.text:
             m = _C10D_FRAME.search(line.text)
             if m and m["op"] not in _C10D_SKIP:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from rootrank.diagnose.formats.inline import rank_in_message
+from rootrank.diagnose.formats import inline, timestamps
+from rootrank.diagnose.formats.inline import rank_span
 from rootrank.diagnose.formats.paths import ranks_from_path
-from rootrank.diagnose.formats.prefixes import Dialect, peel
-from rootrank.diagnose.formats.timestamps import find_time
+from rootrank.diagnose.formats.prefixes import PREFIX_DIGITS, Dialect, apply_plan, peel_plan
+from rootrank.diagnose.formats.timestamps import parse_time, time_span
 from rootrank.diagnose.launcher import ARMING_SIGNS, LauncherParser, agent_of
-from rootrank.diagnose.memo import TextMemo
 from rootrank.diagnose.normalize import iter_logical_numbered
+from rootrank.diagnose.shapes import ShapeMemo, digit_classes
 from rootrank.diagnose.tracebacks import TracebackGrouper
 from rootrank.model import LogLine
 
@@ -58,9 +59,17 @@ class RankAdoption:
         return self._blocks.get(block)
 
 
-def _facts(text: str) -> tuple[int | None, float | None]:
-    """What a text says by itself: a rank it names, a time stamp near its start."""
-    return rank_in_message(text), find_time(text)
+Span = tuple[int, int]
+# The digits the rank forms and the stamp regex tell apart: a cascade's lines of one shape (other ranks,
+# other times) have their rank and stamp at the same places (shapes.py).
+_FACT_DIGITS = digit_classes((*inline.REGEXES, *timestamps.REGEXES))
+
+
+def _fact_spans(text: str) -> tuple[Span | None, Span | None]:
+    """What a text says by itself, as places: the rank it names, its time stamp near the start."""
+    return rank_span(text), time_span(text)
+
+
 
 
 class LineScanner:
@@ -74,7 +83,7 @@ class LineScanner:
         # source has reached the collector yet (a live diagnosis looks at those lines another way).
         self.probing = False
         self._last_number = 0
-        self._text_facts = TextMemo(_facts)
+        self._fact_spans = ShapeMemo(_FACT_DIGITS, _fact_spans)
         self.adoption = RankAdoption()
         self._sampling = False  # lines are being read ahead to learn the dialect, before anything sees them
 
@@ -113,19 +122,23 @@ class LineScanner:
             yield from buffered
             yield from logical
 
-        text_facts = self._text_facts
+        fact_spans = self._fact_spans
+        # Where a line's prefixes are is worked out once per shape of line (the dialect is this source's).
+        plan_of = ShapeMemo(PREFIX_DIGITS, lambda line: peel_plan(line, dialect))
         for number, raw in all_items():
             self._last_number = number
-            peeled = peel(raw, dialect)
+            peeled = apply_plan(raw, plan_of(raw))
             text = peeled.text
             rank = peeled.rank if peeled.rank is not None else path_rank
             local_rank = peeled.local_rank if peeled.local_rank is not None else path_local
             host = peeled.host or path_host
             stream_rank = rank
-            facts = text_facts(text)
-            if rank is None:
-                rank = facts[0]
-            time = peeled.time if peeled.time is not None else facts[1]
+            named, stamp = fact_spans(text)
+            if rank is None and named is not None:
+                rank = int(text[named[0]: named[1]])
+            time = peeled.time
+            if time is None and stamp is not None:
+                time = parse_time(text[stamp[0]: stamp[1]])
             quoted, table_rank = self.launcher.feed(text, number, source, agent_of(host, peeled.pid),
                                                     stream_rank)
             if quoted:

@@ -3,10 +3,11 @@
 Every pattern carries a literal that any match must contain; a line is only handed to the regex
 engine when one of its literals is present, so the per-line cost is a handful of substring tests.
 The lines of a failure cascade repeat one message shape with other numbers (a thousand ranks' watchdog
-timeouts): which patterns can match is remembered per shape (digits blanked), so the next rank's line
-runs only those, never the literal gate or the patterns that failed. That is exact: a pattern whose
-regex holds no digit (quantifier bounds aside) nor backreference treats every digit alike, and the
-others are always run again. Patterns are never joined into one alternation (that is slower in Python's engine and hides which
+timeouts): which patterns match, and where their captures are, is remembered per shape (digits
+blanked), so the next rank's line only slices its fields out, never running the literal gate, the
+patterns that failed or those that matched. That is exact: a pattern whose regex holds no digit
+(quantifier bounds aside) nor backreference treats every digit alike, so it matches every text of a
+shape at the same places (shapes.py); the others are run again on each text. Patterns are never joined into one alternation (that is slower in Python's engine and hides which
 pattern matched).
 """
 
@@ -16,13 +17,16 @@ import re
 from collections import defaultdict
 
 from rootrank.diagnose.memo import TextMemo
+from rootrank.diagnose.shapes import digit_classes
 from rootrank.library import Library, LogPattern
 
 _BLANK_DIGITS = str.maketrans("123456789", "000000000")
+_BLANK_BYTES = bytes.maketrans(b"123456789", b"000000000")
 # Regex text that may tell one digit from another: a digit (outside {m,n}), a character escape, a
 # backreference by name. Numbered backreferences hold a digit.
 _TELLS_DIGITS = re.compile(r"[0-9]|\\[xuUN0]|\(\?P=")
 _BOUNDS = re.compile(r"\{\d*,?\d*\}")
+Spans = tuple[tuple[str, int, int], ...]
 SHAPES = 1 << 12  # shapes remembered (cleared when full), of texts up to MAX_SHAPE_CHARS long
 MAX_SHAPE_CHARS = 1024
 
@@ -55,7 +59,11 @@ class Matcher:
         self._telling = [(i, p.literal.translate(_BLANK_DIGITS).lower() if p.ignore_case
                           else p.literal.translate(_BLANK_DIGITS), p.ignore_case)
                          for i, p in enumerate(self._patterns) if not self._blind[i]]
-        self._shapes: dict[str, list[int]] = {}
+        self._shapes: dict[bytes, list[tuple[int, Spans | None]]] = {}
+        # Each telling pattern's own digit classes (worked out when first needed: a parse of its regex),
+        # and what it found per shape under them.
+        self._tables: dict[int, bytes | None] = {}
+        self._told_spans: dict[tuple[int, bytes], Spans | None] = {}
         self._anchor_regex: re.Pattern[str] | None = None
         self._literals_at: dict[str, frozenset[str]] = {}
         self._indexed = False
@@ -72,13 +80,16 @@ class Matcher:
             literals |= {lit for lit in self._folded if anchor.lower() in lit}
             index[anchor] = literals
         # The engine reports the longest anchor at a position; anchors starting there are its prefixes.
+        # (Each anchor's own prefixes are looked up: comparing every pair of anchors cost a tenth of a
+        # second on hundreds of anchors, at every start.)
         self._literals_at = {
-            anchor: frozenset(lit for other in texts if anchor.startswith(other) for lit in index[other])
+            anchor: frozenset(lit for n in range(1, len(anchor) + 1) for lit in index.get(anchor[:n], ()))
             for anchor in texts}
         self._anchor_regex = _literal_gate(texts, 0)
         self._indexed = True
         self._memo.clear()
         self._shapes.clear()
+        self._told_spans.clear()
 
     def match(self, text: str) -> list[tuple[LogPattern, dict[str, str]]]:
         """The first matching pattern of each entry, for one line, with the fields it captured (shared
@@ -86,21 +97,70 @@ class Matcher:
         return self._memo(text)
 
     def _match(self, text: str) -> list[tuple[LogPattern, dict[str, str]]]:
-        shape = text.translate(_BLANK_DIGITS)
-        if shape == text or len(text) > MAX_SHAPE_CHARS:
+        if len(text) > MAX_SHAPE_CHARS:
             return self._run(text, self._candidates(text))
-        places = self._shapes.get(shape)
-        if places is None:
-            # Every candidate is tried once here, so that the places kept are right whichever of an
-            # entry's patterns matches the next text of this shape.
-            found = {p for p in self._candidates(text) if self._blind[p] and self._patterns[p].regex.search(text)}
-            folded = shape.lower()
-            found.update(i for i, literal, fold in self._telling if literal in (folded if fold else shape))
-            places = sorted(found)
+        encoded = text.encode("utf-8", "surrogatepass")
+        shape = encoded.translate(_BLANK_BYTES)
+        plan = self._shapes.get(shape)
+        if plan is None:
+            plan = self._plan(text)
             if len(self._shapes) >= SHAPES:
                 self._shapes.clear()
-            self._shapes[shape] = places
-        return self._run(text, places)
+            self._shapes[shape] = plan
+        found: list[tuple[LogPattern, dict[str, str]]] = []
+        seen_entries: set[str] = set()
+        patterns = self._patterns
+        for place, spans in plan:
+            pattern = patterns[place]
+            if pattern.entry_id in seen_entries:
+                continue
+            if spans is None:
+                spans = self._told(place, text, encoded)
+                if spans is None:
+                    continue
+            found.append((pattern, {name: text[start:end] for name, start, end in spans}))
+            seen_entries.add(pattern.entry_id)
+        return found
+
+    def _told(self, place: int, text: str, encoded: bytes) -> Spans | None:
+        """Where a pattern that tells some digits apart captures in `text` (None: no match), remembered
+        per shape under the pattern's own digit classes (`PG 0` apart from `PG 7`, `-6` from `-9`)."""
+        if place in self._tables:
+            table = self._tables[place]
+        else:
+            pattern = self._patterns[place]
+            table = self._tables[place] = digit_classes([pattern.pattern, re.escape(pattern.literal)])
+        if table is None:  # a backreference: run every time
+            m = self._patterns[place].regex.search(text)
+            return None if m is None else _spans(m)
+        key = (place, encoded.translate(table))
+        if key in self._told_spans:
+            return self._told_spans[key]
+        m = self._patterns[place].regex.search(text)
+        if len(self._told_spans) >= 4 * SHAPES:
+            self._told_spans.clear()
+        spans = self._told_spans[key] = None if m is None else _spans(m)
+        return spans
+
+    def _plan(self, text: str) -> list[tuple[int, Spans | None]]:
+        """What to do for every text of this text's shape, in pattern order: for each digit-blind pattern
+        that matches, where its captures are (the same places in every text of the shape); for each
+        pattern that tells digits apart and whose literal the shape may hold, None: run it each time.
+        Every candidate is tried here, so that the plan is right whichever of an entry's patterns
+        matches the next text of this shape."""
+        plan: dict[int, tuple[tuple[str, int, int], ...] | None] = {}
+        for place in self._candidates(text):
+            if not self._blind[place]:
+                continue
+            m = self._patterns[place].regex.search(text)
+            if m:
+                plan[place] = _spans(m)
+        shape = text.translate(_BLANK_DIGITS)
+        folded = shape.lower()
+        for place, literal, fold in self._telling:
+            if literal in (folded if fold else shape):
+                plan[place] = None
+        return sorted(plan.items())
 
     def _candidates(self, text: str) -> list[int]:
         """Places (ascending) of the patterns whose literal the text holds."""
@@ -141,6 +201,11 @@ class Matcher:
                 found.append((pattern, {k: v for k, v in m.groupdict().items() if v is not None}))
                 seen_entries.add(pattern.entry_id)
         return found
+
+
+def _spans(m: re.Match[str]) -> Spans:
+    """The named captures of a match that took part in it, as (name, start, end)."""
+    return tuple((name, *m.span(name)) for name in m.re.groupindex if m.start(name) >= 0)
 
 
 def _literal_gate(literals: list[str], flags: int) -> re.Pattern[str] | None:

@@ -31,6 +31,16 @@ _SIGNS: tuple[tuple[str, str, re.Pattern[str] | None], ...] = (
 _ANY_SIGN = re.compile("|".join(sorted({re.escape(literal) for _stack, literal, _confirm in _SIGNS})))
 
 
+# What detect_stacks looks at, for shapes.digit_classes.
+REGEXES = (_ANY_SIGN.pattern, *(re.escape(literal) for _stack, literal, _confirm in _SIGNS),
+           *(confirm.pattern for _stack, _literal, confirm in _SIGNS if confirm is not None))
+
+
+def stacks_in(text: str) -> frozenset[str]:
+    """Every stack `text` shows."""
+    return frozenset(detect_stacks(text))
+
+
 def detect_stacks(text: str, known: frozenset[str] | set[str] = frozenset()) -> set[str]:
     """The stacks `text` shows, leaving out the `known` ones (no need to look for them again)."""
     found: set[str] = set()

@@ -24,7 +24,17 @@ _FORMS = (
 _MARKERS = ("Rank ", "RANK", "rank ", "rank id")
 
 
+# What rank_span looks at, for shapes.digit_classes: the forms and the substrings it tests.
+REGEXES = (*(form.pattern for form in _FORMS), *(re.escape(m) for m in (*_MARKERS, "Rank ", "running collective")))
+
+
 def rank_in_message(text: str) -> int | None:
+    span = rank_span(text)
+    return None if span is None else int(text[span[0]: span[1]])
+
+
+def rank_span(text: str) -> tuple[int, int] | None:
+    """Where the rank the message names is, if it names one."""
     if not any(m in text for m in _MARKERS):
         return None
     if text.count("Rank ") > 1 and "running collective" in text:
@@ -32,5 +42,5 @@ def rank_in_message(text: str) -> int | None:
     for form in _FORMS:
         m = form.search(text)
         if m:
-            return int(m.group("rank"))
+            return m.span("rank")
     return None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from rootrank.diagnose.formats.timestamps import parse_time
+from rootrank.diagnose.shapes import digit_classes
 
 
 @dataclass(frozen=True)
@@ -98,12 +99,49 @@ class Peeled:
     pid: int | None = None
 
 
+Span = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class PeelPlan:
+    """Where peel finds things in a line: the end of its prefixes, the spans of what they say, and the
+    stamps in the order peel would try them (a stamp that does not parse as a time leaves the time to a
+    later layer). The same for every line of one shape (shapes.py: PREFIX_DIGITS)."""
+
+    end: int
+    rank: Span | None
+    local_rank: Span | None
+    host: Span | None
+    pid: Span | None
+    stamps: tuple[Span, ...]
+
+
 def peel(line: str, dialect: frozenset[str] = frozenset(), max_layers: int = 6) -> Peeled:
     """Remove the launcher/collector prefixes at the start of `line` and report what they said."""
-    text = line
-    rank = local_rank = pid = None
-    host: str | None = None
+    return apply_plan(line, peel_plan(line, dialect, max_layers))
+
+
+def apply_plan(line: str, plan: PeelPlan) -> Peeled:
+    """What the prefixes located by `plan` say in `line` (a line of the plan's shape)."""
     time: float | None = None
+    for start, end in plan.stamps:
+        time = parse_time(line[start:end])
+        if time is not None:
+            break
+    return Peeled(line[plan.end:] if plan.end else line,
+                  None if plan.rank is None else int(line[plan.rank[0]: plan.rank[1]]),
+                  None if plan.local_rank is None else int(line[plan.local_rank[0]: plan.local_rank[1]]),
+                  None if plan.host is None else line[plan.host[0]: plan.host[1]],
+                  time,
+                  None if plan.pid is None else int(line[plan.pid[0]: plan.pid[1]]))
+
+
+def peel_plan(line: str, dialect: frozenset[str] = frozenset(), max_layers: int = 6) -> PeelPlan:
+    """Where the prefixes at the start of `line` are, and where what they say is."""
+    text = line
+    offset = 0
+    rank = local_rank = pid = host = None
+    stamps: list[Span] = []
     for layer in range(max_layers):
         for fmt in _BY_FIRST_CHAR.get(text[:1], ()):
             # "3: " and "host: " are only trusted at the very start: deeper, they are message text
@@ -115,22 +153,33 @@ def peel(line: str, dialect: frozenset[str] = frozenset(), max_layers: int = 6) 
                 continue
             groups = fmt.regex.groupindex  # only the captures this format has are looked at
             if rank is None and "rank" in groups and m["rank"] is not None:
-                rank = int(m["rank"])
+                rank = _shifted(m.span("rank"), offset)
             if local_rank is None and "local_rank" in groups and m["local_rank"] is not None:
-                local_rank = int(m["local_rank"])
+                local_rank = _shifted(m.span("local_rank"), offset)
             if host is None and "host" in groups and m["host"]:
-                host = m["host"]
+                host = _shifted(m.span("host"), offset)
             if pid is None and "pid" in groups and m["pid"]:
-                pid = int(m["pid"])
-            if time is None:
-                stamp = (m["time"] if "time" in groups else None) or (m["glog"] if "glog" in groups else None)
-                if stamp:
-                    time = parse_time(stamp)
+                pid = _shifted(m.span("pid"), offset)
+            stamp = ("time" if "time" in groups and m["time"] else
+                     "glog" if "glog" in groups and m["glog"] else None)
+            if stamp is not None:
+                stamps.append(_shifted(m.span(stamp), offset))
+            offset += m.end()
             text = text[m.end():]
             break
         else:
             break
-    return Peeled(text, rank, local_rank, host, time, pid)
+    return PeelPlan(offset, rank, local_rank, host, pid, tuple(stamps))
+
+
+def _shifted(span: Span, offset: int) -> Span:
+    return span[0] + offset, span[1] + offset
+
+
+# The digits the prefixes tell apart (in their regexes and in which formats a first character tries).
+PREFIX_DIGITS = digit_classes([*(fmt.regex for fmt in PREFIXES),
+                               *("[" + "".join(d for d in _DIGITS if d in fmt.starts) + "]"
+                                 for fmt in PREFIXES if any(d in fmt.starts for d in _DIGITS))])
 
 
 class Dialect:

@@ -35,7 +35,17 @@ def parse_time(stamp: str) -> float | None:
     return None
 
 
-def find_time(text: str, window: int = 80) -> float | None:
+TIME_WINDOW = 80
+REGEXES = (_ANYWHERE.pattern,)  # what time_span looks at, for shapes.digit_classes
+
+
+def find_time(text: str, window: int = TIME_WINDOW) -> float | None:
     """A stamp within the first `window` characters of a message, if any."""
+    span = time_span(text, window)
+    return None if span is None else parse_time(text[span[0]: span[1]])
+
+
+def time_span(text: str, window: int = TIME_WINDOW) -> tuple[int, int] | None:
+    """Where the stamp within the first `window` characters of a message is, if any."""
     m = _ANYWHERE.search(text, 0, window)
-    return parse_time(m.group(0)) if m else None
+    return m.span() if m else None
