@@ -5,7 +5,8 @@ long from a stall's start to the report naming the hung rank.
 
 1. Pass-through: a job writes N MiB of typical training lines (rank prefix, step, loss) to stdout as
    fast as it can, with stdout a pipe read by this script; wall time and throughput alone vs under
-   `rootrank watch --`, best of 3 each, as a ratio in the same run.
+   `rootrank watch --`, best of 3 each, as a ratio in the same run. Then a job printing at a steady
+   rate (10 MB/s by default, far above a training loop's): its own time alone and watched.
 2. Stall to report: a 3-rank torchrun job (gloo, CPU) in which rank 1 sleeps while the others wait in
    all_reduce, watched with `--stall S`: the time from the job's last progress line to the report line
    ("hung: ...") minus S is the cost of taking every rank's stack with py-spy and naming the odd one.
@@ -40,6 +41,25 @@ while sent < total:
     out.write(lines)
     sent += len(lines)
 out.flush()
+sys.stderr.write("job %.3f\\n" % (time.perf_counter() - began))
+"""
+
+# A job printing at a steady rate (argv: MB/s, seconds), as a training loop does: a block of lines every
+# 10 ms on a fixed schedule; its own time from first write to last is the schedule plus how far behind
+# the writes fell.
+PACED = """
+import sys, time
+out = sys.stdout.buffer
+rate, seconds = float(sys.argv[1]), float(sys.argv[2])
+line = b"[rank3]: step 1200 | loss 0.4217 | lr 3.0e-04 | 41.2 samples/s\\n"
+block = line * max(1, int(rate * 1e6 / 100 / len(line)))
+began = time.perf_counter()
+for tick in range(int(seconds * 100)):
+    delay = began + tick / 100 - time.perf_counter()
+    if delay > 0:
+        time.sleep(delay)
+    out.write(block)
+    out.flush()
 sys.stderr.write("job %.3f\\n" % (time.perf_counter() - began))
 """
 
@@ -86,6 +106,19 @@ def pass_through(mib: int) -> list[str]:
     return rows
 
 
+def paced(rate: float, seconds: float) -> list[str]:
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "paced.py"
+        script.write_text(PACED)
+        job = [sys.executable, str(script), str(rate), str(seconds)]
+        alone = min(_drain(job) for _ in range(3))
+        watched = min(_drain([sys.executable, "-m", "rootrank", "watch", "--", *job]) for _ in range(3))
+    return [f"job printing {rate:g} MB/s for {seconds:g} s (a block of lines every 10 ms); best of 3",
+            f"  alone:                job {alone[2]:6.2f} s   ({alone[1] / 1e6:.1f} MB)",
+            f"  under rootrank watch: job {watched[2]:6.2f} s   ({watched[1] / 1e6:.1f} MB; "
+            f"{watched[2] / alone[2]:.3f}x alone's time)"]
+
+
 def stall_to_report(stall: float) -> list[str]:
     try:
         import torch  # noqa: F401
@@ -123,10 +156,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mib", type=int, default=200)
     parser.add_argument("--stall", type=float, default=3.0)
+    parser.add_argument("--paced-rate", type=float, default=10.0, help="MB/s of the steadily printing job")
+    parser.add_argument("--paced-seconds", type=float, default=3.0)
     args = parser.parse_args()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"rootrank watch benchmark (python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.2f})")
-    for row in pass_through(args.mib) + stall_to_report(args.stall):
+    for row in pass_through(args.mib) + paced(args.paced_rate, args.paced_seconds) + stall_to_report(args.stall):
         print(row)
 
 

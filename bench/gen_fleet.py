@@ -10,7 +10,7 @@ from the pool. A job either ends in gen_log's planted failure on a chosen rank (
 some of the lemon's an uncorrectable ECC error in its place) or is cut before that tail (a clean
 run). The lemon host runs in `--lemon-jobs` jobs and initiates the failure in `--lemon-failures` of
 them; a busy host runs in more jobs (60) with no more failures than the rest: every job without the
-lemon fails with probability `fail_share` on a random rank of its first node. Real logs of
+lemon fails with probability `fail_share` on a random rank of either node. Real logs of
 tests/fixtures/logs are mixed in as runs of their own (their hosts unnamed), and two runs cannot be
 read (an empty folder, a folder without logs). Runs' mtimes are spread over six weeks. The truth
 file records what was planted per run. The same options always give the same fleet.
@@ -109,14 +109,13 @@ def generate(root: Path, runs: int = 200, hosts: int = 24, lemon: int = 13, lemo
             rng.shuffle(pair)
         else:
             pair = rng.sample(others_not_busy, 2)
-        # The failing rank runs on the job's first node: the engine does not yet tell a second node's
-        # local ranks apart in a small pdsh-prefixed log (they come out as the first node's).
+        # The failing rank runs on either node: on the lemon's, wherever the lemon is in the pair.
         if slot in lemon_failing:
-            pair = [lemon, next(h for h in pair if h != lemon)]
-            fail_rank: int | None = rng.randrange(gen_log.RANKS_PER_HOST)
+            fail_rank: int | None = (pair.index(lemon) * gen_log.RANKS_PER_HOST
+                                     + rng.randrange(gen_log.RANKS_PER_HOST))
             ecc = len([s for s in lemon_failing if s <= slot]) % 2 == 1
         elif rng.random() < fail_share and slot not in lemon_slots:
-            fail_rank, ecc = rng.randrange(gen_log.RANKS_PER_HOST), False
+            fail_rank, ecc = rng.randrange(RANKS), False
         else:
             fail_rank, ecc = None, False
         job_hosts = (host_name(pair[0]), host_name(pair[1]))

@@ -98,3 +98,62 @@ def test_nccl_debug_prefix_names_the_printing_host() -> None:
     d = diagnose_paths([str(FIXTURE_LOGS / "network.ib-completion-error--nccl-1405-status12-vendor-err129" / "log.txt")])
     assert d.root_cause is not None
     assert (d.root_cause.rule, d.root_cause.host) == ("network.ib-completion-error", "kp-ddp-worker-0")
+
+
+_AGENT = "/opt/conda/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/api.py"
+
+
+def _agent_failure(host: str, first: tuple[int, int, int], stopped: list[tuple[int, int, int]]) -> list[str]:
+    """torchrun's agent on `host`: SIGTERM to the children still alive, its `failed (exitcode: ...)`
+    line for the first child that exited, then its error table; children are (rank, local rank, pid)."""
+    rank, local, pid = first
+    lines = [f"{host}: W1129 21:03:11.636000 14686 {_AGENT}:897] Sending process {p} closing signal SIGTERM"
+             for _, _, p in stopped]
+    lines.append(f"{host}: E1129 21:03:12.565000 14686 {_AGENT}:869] failed (exitcode: 1) local_rank: {local} "
+                 f"(pid: {pid}) of binary: /opt/conda/bin/python3.11")
+    lines += [f"{host}: torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+              f"{host}: " + "=" * 60, f"{host}: train.py FAILED", f"{host}: " + "-" * 60, f"{host}: Failures:"]
+    for index, (r, lr, p) in enumerate(stopped, 1):
+        lines += [f"{host}: [{index}]:", f"{host}:   time      : 2026-11-29_21:03:12", f"{host}:   host      : {host}",
+                  f"{host}:   rank      : {r} (local_rank: {lr})", f"{host}:   exitcode  : -15 (pid: {p})  (SIGTERM)",
+                  f"{host}:   error_file: <N/A>", f"{host}:   traceback : Signal 15 (SIGTERM) received by PID {p}"]
+    lines += [f"{host}: " + "-" * 60, f"{host}: Root Cause (first observed failure):", f"{host}: [0]:",
+              f"{host}:   time      : 2026-11-29_21:03:12", f"{host}:   host      : {host}",
+              f"{host}:   rank      : {rank} (local_rank: {local})", f"{host}:   exitcode  : 1 (pid: {pid}) ",
+              f"{host}:   error_file: <N/A>",
+              f"{host}:   traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+              f"{host}: " + "=" * 60]
+    return lines
+
+
+def _ecc_traceback(host: str) -> list[str]:
+    # A worker's own traceback, printed without a rank prefix (no --tee/--redirects): only its host shows.
+    return [f"{host}: Traceback (most recent call last):", f'{host}:   File "/workspace/train.py", line 412, in <module>',
+            f"{host}:     loss.backward()", f"{host}: RuntimeError: CUDA error: uncorrectable ECC error encountered"]
+
+
+def test_the_rank_its_launcher_saw_exit_first_on_the_faulty_host_is_named() -> None:
+    # The ECC error's traceback carries no rank; the agent on gpu-b saw rank 3 (local 1) exit on its own
+    # and stopped rank 2: the error reached rank 3's device.
+    hosts = {0: "gpu-a", 1: "gpu-a", 2: "gpu-b", 3: "gpu-b"}
+    lines = [*_steps(hosts), *_ecc_traceback("gpu-b"), *_agent_failure("gpu-b", (3, 1, 20002), [(2, 0, 20001)]),
+             _pdsh("gpu-a", 0, TIMEOUT), _pdsh("gpu-a", 1, TIMEOUT)]
+    d = diagnose_text("\n".join(lines))
+    root = d.root_cause
+    assert root is not None
+    assert (root.rule, root.rank, root.host, root.decided_by) == ("hardware.xid-memory-ecc", 3, "gpu-b",
+                                                                   "host-level evidence")
+    assert "its launcher saw rank 3 (local rank 1, pid 20002) exit first with code 1" in root.why
+    assert [c.rank for c in d.candidates] == [2]
+
+
+def test_a_first_exit_on_another_host_does_not_pick_a_rank_on_the_faulty_one() -> None:
+    # gpu-a's agent saw its rank 0 exit with an error; gpu-b, where the ECC error was, names no child:
+    # the ranks of gpu-b stay the candidates.
+    hosts = {0: "gpu-a", 1: "gpu-a", 2: "gpu-b", 3: "gpu-b"}
+    lines = [*_steps(hosts), *_ecc_traceback("gpu-b"), *_agent_failure("gpu-a", (0, 0, 30001), [(1, 1, 30002)])]
+    d = diagnose_text("\n".join(lines))
+    root = d.root_cause
+    assert root is not None
+    assert (root.rule, root.host, root.rank) == ("hardware.xid-memory-ecc", "gpu-b", None)
+    assert sorted(c.rank for c in d.candidates) == [2, 3]

@@ -18,7 +18,7 @@ from rootrank.fleet.jsonl import render_jsonl
 from rootrank.fleet.record import SCHEMA, row_from_json, row_to_json
 from rootrank.fleet.text import render_text
 from rootrank.fleet.views import summarize_fleet
-from tests.fleet.conftest import BUSY, LEMON, Fleet, run_key
+from tests.fleet.conftest import BUSY, LEMON, Fleet, gen_fleet, run_key
 
 
 def test_every_run_has_one_row(fleet: Fleet) -> None:
@@ -27,7 +27,7 @@ def test_every_run_has_one_row(fleet: Fleet) -> None:
 
 def test_planted_failures_found(fleet: Fleet) -> None:
     planted = 0
-    rank_right = 0
+    second_node = 0
     for row in fleet.local.rows:
         truth = fleet.truth[run_key(row.run)]
         if truth.get("unreadable"):
@@ -44,12 +44,12 @@ def test_planted_failures_found(fleet: Fleet) -> None:
             continue
         planted += 1
         assert row.failed and row.rule == truth["rule"], (row, truth)
-        rank_right += row.rank == truth["rank"] and row.host == truth["host"]
+        # The initiating rank and its host, on either of the job's two nodes, for an OOM and for the
+        # lemon's ECC errors alike.
+        assert (row.rank, row.host) == (truth["rank"], truth["host"]), (row, truth)
+        second_node += int(truth["rank"]) >= gen_fleet.gen_log.RANKS_PER_HOST  # type: ignore[call-overload]
         assert row.decided_by and row.evidence and row.time, row
-    assert planted >= 20
-    # The engine places a few first-node ranks of a small pdsh log on the second node (see the report
-    # of #15): every failure is found, and most of its initiators.
-    assert rank_right >= planted * 0.8, (rank_right, planted)
+    assert planted >= 20 and second_node >= 5, (planted, second_node)
 
 
 def test_lemon_host_ranked_first(fleet: Fleet) -> None:

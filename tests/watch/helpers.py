@@ -32,9 +32,9 @@ def torchrun() -> list[str]:
 class Running:
     """A started `rootrank watch`; `lines[stream]` fills as its output comes: (seconds since start, line)."""
 
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None, stdin: int | None = None) -> None:
         self.start = time.monotonic()
-        self.process = subprocess.Popen(rootrank_command() + args, cwd=cwd, env=env or environment(),
+        self.process = subprocess.Popen(rootrank_command() + args, cwd=cwd, env=env or environment(), stdin=stdin,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.lines: dict[str, list[tuple[float, bytes]]] = {"stdout": [], "stderr": []}
         self._readers = [threading.Thread(target=self._read, args=(name, handle), daemon=True)

@@ -44,20 +44,29 @@ def test_watching_files_reports_the_cause_while_the_writer_runs(tmp_path: Path) 
     (logs / "rank0.log").write_text("[rank0]: starting\n")
     (logs / "rank1.log").write_text("[rank1]: starting\n")
     watch = Running(["watch", "--echo", str(logs)], tmp_path)
-    writer = subprocess.Popen([sys.executable, str(JOBS / "rank_writer.py"), str(logs), "30", "6"],
-                              stdout=subprocess.PIPE)
+    writer: subprocess.Popen[bytes] | None = None
     try:
-        assert writer.stdout is not None
+        # The writer starts once the watch reads the folder (its start-up takes seconds on a loaded
+        # machine), so rank2.log and the rotation come while it follows; the writer then lingers until
+        # this test has seen the report: no outcome hangs on how fast either side runs.
+        assert watch.wait_for("stdout", b"[rank1]: starting", timeout=120) is not None, watch.text("stderr")
+        writer = subprocess.Popen([sys.executable, str(JOBS / "rank_writer.py"), str(logs), "30", "hold"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert writer.stdout is not None and writer.stdin is not None
         assert writer.stdout.readline() == b"writer done\n"
-        noticed = watch.wait_for("stderr", b"cause found while the job runs", timeout=5)
+        noticed = watch.wait_for("stderr", b"cause found while the job runs", timeout=120)
         assert noticed is not None, watch.text("stderr")
         assert writer.poll() is None, "the cause came only after the writer had ended"
-        writer.wait(30)
-        time.sleep(0.5)
+        writer.stdin.close()
+        assert writer.wait(30) == 0
+        # Every file read to its end before Ctrl-C: the last step of each rank has been echoed.
+        for rank in (0, 2):
+            assert watch.wait_for("stdout", b"[rank%d]: step 29 " % rank, timeout=60) is not None
         watch.process.send_signal(signal.SIGINT)
         code = watch.finish(timeout=60)
     finally:
-        writer.kill()
+        if writer is not None:
+            writer.kill()
         watch.kill()
     assert code == 1
     err = watch.text("stderr").decode()

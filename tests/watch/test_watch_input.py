@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.watch.helpers import environment
+from tests.watch.helpers import Running, environment
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "logs"
 # A real 3-rank gloo run (torch 2.13 CPU) where rank 1 raised.
@@ -31,7 +31,7 @@ def test_output_on_stdin_is_watched_and_the_final_diagnosis_is_the_batch_one(tmp
             process.stdin.write(data[start:start + 4096])
             process.stdin.flush()
             time.sleep(0.01)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120
         status: dict[str, object] = {}
         while time.monotonic() < deadline:
             files = list(status_dir.glob("*.json"))
@@ -68,20 +68,18 @@ def test_output_on_stdin_is_watched_and_the_final_diagnosis_is_the_batch_one(tmp
 
 
 def test_a_silent_input_is_reported_as_a_stall_while_it_stays_open(tmp_path: Path) -> None:
-    process = subprocess.Popen([sys.executable, "-m", "rootrank", "watch", "-", "--stall", "1", "--color", "never"],
-                               cwd=tmp_path, env=environment(), stdin=subprocess.PIPE, stderr=subprocess.PIPE,
-                               stdout=subprocess.PIPE)
-    assert process.stdin is not None and process.stderr is not None
+    watch = Running(["watch", "-", "--stall", "1", "--color", "never"], tmp_path, stdin=subprocess.PIPE)
+    stdin = watch.process.stdin
+    assert stdin is not None
     try:
-        process.stdin.write(b"step 1 loss 2.30\nstep 2 loss 2.10\n")
-        process.stdin.flush()
-        time.sleep(4)
-        assert process.poll() is None
-        process.stdin.close()
-        process.wait(60)
-        err = process.stderr.read().decode()
+        stdin.write(b"step 1 loss 2.30\nstep 2 loss 2.10\n")
+        stdin.flush()
+        # However late rootrank starts reading, the input stays open and silent until the stall is seen.
+        reported = watch.wait_for("stderr", b"rootrank: stall", timeout=120)
+        assert reported is not None, watch.text("stderr")
+        assert watch.process.poll() is None, "the watch ended before its input did"
+        stdin.close()
+        assert watch.finish(timeout=60) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-    assert "rootrank: stall" in err, err
+        watch.kill()
+    assert b"no rank progressed for" in watch.text("stderr")

@@ -9,7 +9,6 @@ import pty
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.watch.helpers import JOBS, Running, children, environment, rootrank_command
@@ -76,12 +75,13 @@ def test_ctrl_c_reaches_the_jobs_process_group_and_rootrank_reports(tmp_path: Pa
         "child = subprocess.Popen([sys.executable, '-c', 'import time, signal\\n"
         "signal.signal(signal.SIGINT, lambda *a: (print(\"worker got SIGINT\", flush=True), exit(3)))\\n"
         "print(\"worker up\", flush=True)\\ntime.sleep(60)'])\n"
-        "try:\n    child.wait()\nexcept KeyboardInterrupt:\n"
+        "try:\n    print('launcher waits', flush=True)\n    child.wait()\nexcept KeyboardInterrupt:\n"
         "    print('launcher got SIGINT', flush=True); child.wait(); sys.exit(130)\n")
     watch = Running(["watch", "--", sys.executable, str(script)], tmp_path)
     try:
-        assert watch.wait_for("stdout", b"worker up", timeout=60) is not None
-        time.sleep(0.3)
+        # Both handlers are in place once both lines came: the launcher's try block, the worker's handler.
+        assert watch.wait_for("stdout", b"worker up", timeout=120) is not None
+        assert watch.wait_for("stdout", b"launcher waits", timeout=120) is not None
         watch.process.send_signal(signal.SIGINT)
         code = watch.finish(timeout=60)
     finally:

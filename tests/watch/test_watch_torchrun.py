@@ -73,16 +73,19 @@ def test_a_rank_that_raises_is_diagnosed_while_the_job_runs(job_dir: Path) -> No
     require_module("torch")
     out = job_dir / "out"
     saved = job_dir / "saved.log"
-    # rank 1 flushes its metrics for 8 s after its traceback (the job's exit handler), so the job outlives
-    # the traceback by at least that much; the launcher looks at its workers every 3 s.
+    # After its traceback rank 1 flushes its metrics until the flush is acknowledged (its exit handler
+    # waits for `metrics-acked`, written below once the report is seen): the job outlives the traceback
+    # however slowly a loaded machine runs rootrank, and the launcher's monitor ticks cannot end it first.
     watch = Running(["watch", "--out", str(out), "--log", str(saved), "--",
-                     *torchrun(), "--nproc-per-node", "3", "--monitor-interval", "3", "raise_rank1.py"], job_dir)
+                     *torchrun(), "--nproc-per-node", "3", "--monitor-interval", "1", "raise_rank1.py"], job_dir)
     try:
-        noticed = watch.wait_for("stderr", b"cause found while the job runs", timeout=180)
+        noticed = watch.wait_for("stderr", b"cause found while the job runs", timeout=240)
         assert noticed is not None, watch.text("stderr").decode(errors="replace")[-3000:]
         alive_then = watch.process.poll() is None and bool(children(watch.process.pid))
-        code = watch.finish(timeout=120)
+        (job_dir / "metrics-acked").write_text("")
+        code = watch.finish(timeout=180)
     finally:
+        (job_dir / "metrics-acked").write_text("")
         watch.kill()
     assert alive_then, "the cause was only reported after the job had ended"
     assert code == 1  # torchrun's own exit status

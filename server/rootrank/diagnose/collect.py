@@ -3,13 +3,16 @@
 A traceback can match several entries (a specific message and the generic "uncaught exception" on the
 same line); the block is named by its highest-priority entry. Repeated events (a warning printed every
 step on every rank) are counted, and only the first few of each (entry, rank) are kept, so memory stays
-bounded whatever the log size.
+bounded whatever the log size. Tracebacks too: a job that logs a caught exception every step (a retried
+upload, a skipped bad sample) keeps the first KEEP_BLOCKS_PER_RANK_AND_RULE of each (entry, rank); the
+blocks past that are followed only while they may still be open (the latest MAX_PARKED_BLOCKS), in case
+a later line of one names it by an entry with room left.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 from rootrank.diagnose import stacks
@@ -18,6 +21,8 @@ from rootrank.library import Entry, Library
 from rootrank.model import Event, LogLine, Role, Severity
 
 KEEP_PER_RANK_AND_RULE = 8
+KEEP_BLOCKS_PER_RANK_AND_RULE = 64
+MAX_PARKED_BLOCKS = 4096
 KEPT_LINE_CHARS = 4096  # of an event's line (evidence shows at most 2000)
 KEPT_FIELD_CHARS = 1000  # of a captured field (they fill fix texts and messages)
 # The collective a traceback was waiting in, from its c10d frame: `distributed_c10d.py", line 3151, in broadcast`.
@@ -60,6 +65,8 @@ class EventCollector:
         self._blocks: dict[object, Event] = {}  # unit (block id, or (source, line)) -> its strongest event
         self._block_index: dict[object, int] = {}  # unit -> index in units
         self._kept: dict[tuple[str, int | None], int] = defaultdict(int)
+        self._kept_blocks: dict[tuple[str, int | None], int] = defaultdict(int)
+        self._parked: deque[object] = deque()  # blocks past their cap, latest last
         self._block_op: dict[int, str] = {}
         self.ignored_blocks: set[int] = set()  # shared with the traceback grouper
         self._order = 0
@@ -115,12 +122,15 @@ class EventCollector:
         if best is not None:
             if _strength(event, entry) > _strength(best, self.library.entries[best.rule]):
                 self._blocks[unit] = event
-                self.out.units[self._block_index[unit]] = event
+                index = self._block_index.get(unit)
+                if index is not None:
+                    self.out.units[index] = event
+                else:
+                    self._keep_block(unit, event)
             return
         if line.block:
             self._blocks[unit] = event
-            self._block_index[unit] = len(self.out.units)
-            self.out.units.append(event)
+            self._keep_block(unit, event)
             return
         key = (entry.id, rank)
         self._kept[key] += 1
@@ -128,6 +138,22 @@ class EventCollector:
             self._blocks[unit] = event
             self._block_index[unit] = len(self.out.units)
             self.out.units.append(event)
+
+    def _keep_block(self, unit: object, event: Event) -> None:
+        """A block named by `event` goes into units if its (entry, rank) has room; else it is parked.
+        A parked block that a stronger line names later comes here again: appended then, it stays in
+        order (that line is the latest one)."""
+        key = (event.rule, event.line.rank)
+        if self._kept_blocks[key] < KEEP_BLOCKS_PER_RANK_AND_RULE:
+            self._kept_blocks[key] += 1
+            self._block_index[unit] = len(self.out.units)
+            self.out.units.append(event)
+            return
+        self._parked.append(unit)
+        if len(self._parked) > MAX_PARKED_BLOCKS:
+            old = self._parked.popleft()
+            if old not in self._block_index:
+                self._blocks.pop(old, None)
 
 
 def _shortened(line: LogLine) -> LogLine:

@@ -582,11 +582,38 @@ class HostEvidence:
             first = min(own, key=lambda e: e.order)
             rank = self.finder._event_rank(first)
             return rank, f"rank {rank} is the first of them with a failure of its own ({first.rule}, line {first.line.number})"
+        exited = self._exited_on_its_own(on_host)
+        if exited is not None:
+            return exited
         suffered = {r for u in units if u.role is Role.SYMPTOM and (r := self.finder._event_rank(u)) is not None}
         silent = [r for r in on_host if r not in suffered]
         if len(silent) == 1 and len(on_host) > 1:
             return silent[0], f"rank {silent[0]} is the one on it that reported no timeout (it was stuck on the faulty device)"
         return None, ""
+
+
+    def _exited_on_its_own(self, on_host: list[int]) -> tuple[int, str] | None:
+        """The rank on the faulty host that the host's own launcher saw exit first with an error code.
+
+        A process on a device that fails raises (an unprefixed `CUDA error: uncorrectable ECC error`
+        traceback, say) and exits on its own; its agent then stops the node's other children with
+        SIGTERM. So the agents' first observed failures on this host name the rank the hardware error
+        reached first; only one such rank decides (two would be two exits the agents did not order)."""
+        launcher = self.finder.launcher
+        suffering = self.finder._suffering()
+        found: dict[int, str] = {}
+        for first in launcher.first_failures():
+            where = first.host or first.agent
+            if not where or first.local_rank is None or first.exitcode is None or first.exitcode <= 0:
+                continue
+            rank = launcher.global_rank(first.agent, first.local_rank)
+            if rank is None or rank not in on_host or rank in suffering:
+                continue
+            found[rank] = (f"its launcher saw rank {rank} (local rank {first.local_rank}, pid {first.pid}) exit first "
+                           f"with code {first.exitcode}, and stopped the others there")
+        if len(found) != 1:
+            return None
+        return next(iter(found.items()))
 
 
 def collateral_by_rank(collected: Collected, verdict: Verdict, finder: InitiatorFinder) -> dict[int, Event]:

@@ -24,6 +24,7 @@ from rootrank.model import LogLine
 # process index, the rank on a single node (detectron2 and Lightning launch this way).
 _SPAWN_CHILD = re.compile(r"^-- Process (?P<index>\d{1,6}) terminated with the following error:")
 ADOPT_WINDOW = 3  # lines between a rank-tagged record and the unprefixed traceback it printed
+RECENT_BLOCKS = 4096  # traceback blocks followed at once by the rank adoption
 
 
 class RankAdoption:
@@ -52,6 +53,12 @@ class RankAdoption:
         if not block:
             return None
         if block not in self._seen_blocks:
+            if len(self._seen_blocks) >= 2 * RECENT_BLOCKS:
+                # Block ids grow; a block RECENT_BLOCKS ids older than this one is closed: a day-long job
+                # printing a traceback a step must not keep one entry per traceback.
+                oldest = block - RECENT_BLOCKS
+                self._seen_blocks = {b for b in self._seen_blocks if b > oldest}
+                self._blocks = {b: v for b, v in self._blocks.items() if b > oldest}
             self._seen_blocks.add(block)
             last = self._last.get(source)
             if last is not None and 0 < number - last[0] <= ADOPT_WINDOW:

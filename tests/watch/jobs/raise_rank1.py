@@ -1,10 +1,13 @@
 """3 ranks (gloo, CPU): every rank steps and all-reduces its loss; at step 3 rank 1 raises a ValueError
 (a bad record) before the all_reduce, the others wait in it until the launcher stops them.
 
-Every rank flushes its metrics at exit for a few seconds, as experiment trackers do (wandb's finish,
-a metrics uploader): the interpreter prints rank 1's traceback before it runs the exit handlers, so
-the job goes on for those seconds after the cause is printed, however the launcher's monitor ticks fall."""
+Every rank flushes its metrics at exit, as experiment trackers do (wandb's finish, a metrics uploader
+waiting for its server's acknowledgement): the interpreter prints rank 1's traceback before it runs
+the exit handlers, so the job goes on after the cause is printed until the flush is acknowledged.
+Here the acknowledgement is a file named `metrics-acked` in the working folder (the test writes it
+once it has seen rootrank's report); without it the flush gives up after 120 s."""
 import atexit
+import os
 import time
 from datetime import timedelta
 
@@ -19,7 +22,9 @@ def load_batch(rank, step):
 
 
 def flush_metrics():
-    time.sleep(8)
+    deadline = time.monotonic() + 120
+    while not os.path.exists("metrics-acked") and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def main():

@@ -1,6 +1,7 @@
 """Writes per-rank logs the way a job with per-rank files does, into the folder given: rank0.log and
 rank1.log from the start, rank2.log created later, rank0.log rotated (renamed, a new one opened) half
-way; at the end rank 1 raises a ValueError whose traceback goes to its file. One step every 0.1 s."""
+way; at the end rank 1 raises a ValueError whose traceback goes to its file. One step every 0.1 s.
+Then it prints "writer done" and lingers: the seconds given, or with "hold" until its stdin is closed."""
 import os
 import sys
 import time
@@ -32,4 +33,7 @@ files[1].write(
     "[rank1]: ValueError: malformed record at index 209\n")
 files[1].flush()
 print("writer done", flush=True)
-time.sleep(float(sys.argv[3]) if len(sys.argv) > 3 else 3)
+if len(sys.argv) > 3 and sys.argv[3] == "hold":
+    sys.stdin.read()  # stays alive, as a job whose ranks linger, until whoever started it closes our stdin
+else:
+    time.sleep(float(sys.argv[3]) if len(sys.argv) > 3 else 3)
