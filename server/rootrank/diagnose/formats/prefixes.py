@@ -70,7 +70,8 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     _p("markdown-indent", r"(?:\x20{4}|\t)", " \t", ambiguous=True),
     # docker compose / container log multiplexers: "trainer-1  | ...", "worker-0 | ...".
     _p("container-name", r"(?P<host>[A-Za-z][\w.-]{0,62})\s{1,16}\|\s?", _WORD_START, ambiguous=True),
-    # srun --label: "3: " (task id = global rank); only when the whole source uses it.
+    # srun --label: "3: " (task id = global rank, or the node's task under one torchrun agent per node: see
+    # Dialect); only when the whole source uses it.
     _p("srun-label", r"\s{0,4}(?P<rank>\d{1,5}):\s", " " + _DIGITS, ambiguous=True),
     # pdsh / DeepSpeed multi-node runner: "node-05: ", "192.168.12.21: ".
     _p("pdsh-host", r"(?!\d{1,5}:)(?![\w.]*(?:Error|Exception|Warning|Interrupt):)(?P<host>(?=[\w.-]*[\d.-])"
@@ -108,11 +109,18 @@ def peel(line: str, dialect: frozenset[str] = frozenset(), max_layers: int = 6) 
         for fmt in _BY_FIRST_CHAR.get(text[:1], ()):
             # "3: " and "host: " are only trusted at the very start: deeper, they are message text
             # ("torch.OutOfMemoryError: ...").
-            if fmt.ambiguous and (layer > 0 or fmt.name not in dialect):
+            node_label = fmt.name == "srun-label" and SRUN_NODE_LABEL in dialect
+            if fmt.ambiguous and (layer > 0 or (fmt.name not in dialect and not node_label)):
                 continue
             m = fmt.regex.match(text)
             if not m or m.end() == 0:
                 continue
+            if node_label:
+                # `srun --label` in front of one torchrun agent per node: the label is the task (the
+                # node's agent), not a rank; the workers' own "[rankN]:" tags follow it.
+                host = host or f"task {m['rank']}"
+                text = text[m.end():]
+                break
             groups = fmt.regex.groupindex  # only the captures this format has are looked at
             if rank is None and "rank" in groups and m["rank"] is not None:
                 rank = int(m["rank"])
@@ -133,8 +141,17 @@ def peel(line: str, dialect: frozenset[str] = frozenset(), max_layers: int = 6) 
     return Peeled(text, rank, local_rank, host, time, pid)
 
 
+SRUN_NODE_LABEL = "srun-label-node"  # a dialect: srun's "N: " labels a node's task, not a rank
+_LABELLED_RANK = re.compile(r"\s{0,4}(\d{1,5}):\s\[rank(\d{1,6})\]:")
+
+
 class Dialect:
-    """Decides, from the first lines of a source, whether its ambiguous prefixes are real."""
+    """Decides, from the first lines of a source, whether its ambiguous prefixes are real.
+
+    `srun --label` prefixes the task id: the global rank when srun starts one task per rank, the node
+    when it starts one torchrun agent per node. The workers' "[rankN]:" tags after the label tell
+    which: labels that disagree with them on most tagged lines name nodes (SRUN_NODE_LABEL).
+    """
 
     SAMPLE = 400
     MIN_SHARE = 0.3
@@ -145,11 +162,19 @@ class Dialect:
         self.seen = 0
         self.hits = {name: 0 for name, fmt in _BY_NAME.items() if fmt.ambiguous}
         self.hosts: set[str] = set()
+        self.label_is_rank = 0  # "3: [rank3]:"
+        self.label_is_not_rank = 0  # "1: [rank3]:"
 
     def observe(self, line: str) -> None:
         if not line.strip():
             return
         self.seen += 1
+        tagged = _LABELLED_RANK.match(line)
+        if tagged:
+            if tagged[1] == tagged[2]:
+                self.label_is_rank += 1
+            else:
+                self.label_is_not_rank += 1
         for name in self.hits:
             m = _BY_NAME[name].regex.match(line)
             if m:
@@ -164,6 +189,9 @@ class Dialect:
                   if c / self.seen >= self.MIN_SHARES.get(n, self.MIN_SHARE) and c >= 3}
         if "pdsh-host" in chosen and len(self.hosts) > 64:
             chosen.discard("pdsh-host")
+        if "srun-label" in chosen and self.label_is_not_rank >= 2 and self.label_is_not_rank > self.label_is_rank:
+            chosen.discard("srun-label")
+            chosen.add(SRUN_NODE_LABEL)
         return frozenset(chosen)
 
 

@@ -1,0 +1,111 @@
+"""Shapes found by running new real cases the engine had not been built with (issue #12).
+
+- `srun --label` in front of one torchrun agent per node: the label is the node's task, the workers'
+  `[rankN]:` tags are the ranks. The per-node logs of a real two-agent run, each line given the label
+  srun would print for its node, must name the same rank as the per-node files do.
+- A DataLoader worker's re-raised exception carries the worker's `Original Traceback`: the failure it
+  ends in (the CPU allocator refusing 16 TiB) names the root cause, not the generic worker wrapper.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rootrank.diagnose import diagnose_paths, diagnose_text
+from rootrank.diagnose.formats.prefixes import SRUN_NODE_LABEL, Dialect, peel
+from tests.conftest import FIXTURE_LOGS
+
+SIGKILL_RUN = FIXTURE_LOGS / "process.killed-signal--2node-rank1-sigkill-lightning-rank-prefix-per-node-logs" / "logs"
+HANG_RUN = FIXTURE_LOGS / "distributed.rank-stalled--2node-rank1-node0-skips-allreduce-per-node-logs" / "logs"
+WORKER_RUN = FIXTURE_LOGS / "memory.cpu-alloc-failed--2node-rank3-dataloader-worker-16tib-per-node-logs" / "logs"
+SRUN_AS_RANK = FIXTURE_LOGS / "process.killed-signal--pasted-srun-label-faulthandler-segfault-in-barrier" / "log.txt"
+
+
+def _srun_labelled(run: Path, dst: Path) -> Path:
+    """One file as `srun --label torchrun ...` on two nodes gives: each node's lines after its task id."""
+    lines = [f"{node}: {line}" for node, name in enumerate(("node0.log", "node1.log"))
+             for line in (run / name).read_text().splitlines()]
+    dst.write_text("\n".join(lines) + "\n")
+    return dst
+
+
+def test_srun_label_of_a_node_agent_is_not_a_rank(tmp_path: Path) -> None:
+    per_node = diagnose_paths(sorted(str(p) for p in SIGKILL_RUN.iterdir()))
+    labelled = diagnose_paths([str(_srun_labelled(SIGKILL_RUN, tmp_path / "slurm-1234.out"))])
+    assert per_node.root_cause is not None and labelled.root_cause is not None
+    assert (labelled.root_cause.rule, labelled.root_cause.rank) == (per_node.root_cause.rule, 1)
+    assert {c.rank for c in labelled.collateral} <= {0, 2, 3}
+
+
+def test_srun_label_of_a_node_agent_keeps_the_hung_rank(tmp_path: Path) -> None:
+    d = diagnose_paths([str(_srun_labelled(HANG_RUN, tmp_path / "slurm-1235.out"))])
+    assert d.root_cause is not None
+    assert (d.root_cause.rule, d.root_cause.rank) == ("distributed.rank-stalled", 1)
+
+
+def test_dialect_tells_node_labels_from_rank_labels() -> None:
+    node_lines = ["1: [rank3]: x", "1: [rank2]: y", "0: [rank1]: z", "0: [rank0]: w", "1: E1203 12:00:00.1 9 a.py:1] q"]
+    probe = Dialect()
+    for line in node_lines:
+        probe.observe(line)
+    assert SRUN_NODE_LABEL in probe.decide()
+    peeled = peel("1: [rank3]: RuntimeError: boom", probe.decide())
+    assert (peeled.rank, peeled.host, peeled.text) == (3, "task 1", "RuntimeError: boom")
+    peeled = peel("1: E1203 12:00:00.100000 9 torch/x.py:1] failed (exitcode: -9) local_rank: 1", probe.decide())
+    assert peeled.rank is None and peeled.host == "task 1"
+    rank_lines = ["3: [rank3]: x", "2: [rank2]: y", "1: [rank1]: z", "0: [rank0]: w"]
+    probe = Dialect()
+    for line in rank_lines:
+        probe.observe(line)
+    assert "srun-label" in probe.decide() and SRUN_NODE_LABEL not in probe.decide()
+    assert peel("3: [rank3]: x", probe.decide()).rank == 3
+
+
+def test_srun_label_that_is_the_rank_still_names_it() -> None:
+    d = diagnose_paths([str(SRUN_AS_RANK)])
+    assert d.root_cause is not None and d.root_cause.rank is not None
+
+
+def test_worker_original_traceback_names_the_failure() -> None:
+    d = diagnose_paths(sorted(str(p) for p in WORKER_RUN.iterdir()))
+    assert d.root_cause is not None
+    assert (d.root_cause.rule, d.root_cause.rank) == ("memory.cpu-alloc-failed", 3)
+    assert d.root_cause.fields.get("requested_bytes") == "17592186044416"
+
+
+def test_worker_exception_without_a_specific_inner_error_stays_a_worker_exception() -> None:
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "train.py", line 40, in <module>',
+        "    for batch in loader:",
+        "KeyError: Caught KeyError in DataLoader worker process 1.",
+        "Original Traceback (most recent call last):",
+        '  File "/usr/lib/python3/site-packages/torch/utils/data/_utils/worker.py", line 308, in _worker_loop',
+        "    data = fetcher.fetch(index)",
+        '  File "data.py", line 12, in __getitem__',
+        "    return self.rows[i]['label']",
+        "KeyError: 'label'",
+    ])
+    d = diagnose_text(text)
+    assert d.root_cause is not None and d.root_cause.rule == "data.worker-exception"
+
+
+def test_an_unrelated_traceback_after_a_worker_exception_is_its_own_block() -> None:
+    # "Original Traceback" continues a block only right after its exception line; a later plain
+    # traceback of another failure is not absorbed into the worker's.
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "train.py", line 40, in <module>',
+        "ValueError: Caught ValueError in DataLoader worker process 0.",
+        "Original Traceback (most recent call last):",
+        '  File "data.py", line 12, in __getitem__',
+        "ValueError: bad row",
+        "",
+        "step 10 loss 2.0",
+        "Traceback (most recent call last):",
+        '  File "eval.py", line 3, in <module>',
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: "
+        "you tried to allocate 4096 bytes. Error code 12 (Cannot allocate memory)",
+    ])
+    d = diagnose_text(text)
+    assert d.root_cause is not None and d.root_cause.rule == "data.worker-exception", d.root_cause
