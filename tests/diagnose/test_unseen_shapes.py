@@ -109,3 +109,18 @@ def test_an_unrelated_traceback_after_a_worker_exception_is_its_own_block() -> N
     ])
     d = diagnose_text(text)
     assert d.root_cause is not None and d.root_cause.rule == "data.worker-exception", d.root_cause
+
+
+INTERLEAVED = FIXTURE_LOGS / "process.killed-signal--2agents-one-terminal-rank3-sigkill-interleaved" / "log.txt"
+HANG_INTERLEAVED = FIXTURE_LOGS / "distributed.rank-stalled--2agents-one-terminal-rank2-skips-allreduce-interleaved" / "log.txt"
+
+
+def test_collector_prefixes_keep_the_rank(tmp_path: Path) -> None:
+    # The same real log as a container runtime's CRI file, journalctl and moreutils `ts` keep it.
+    for prefix in ("2026-12-03T16:35:53.123456789Z stdout F ", "Dec  3 16:35:53 node-b torchrun[10207]: ",
+                   "Dec 03 16:35:53 "):
+        for case, want in ((INTERLEAVED, 3), (HANG_INTERLEAVED, 2)):
+            path = tmp_path / "pod.log"
+            path.write_text("".join(prefix + line for line in case.read_text().splitlines(keepends=True)))
+            d = diagnose_paths([str(path)])
+            assert d.root_cause is not None and d.root_cause.rank == want, (prefix, case.parent.name, d.root_cause)

@@ -55,6 +55,12 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     # "2026-12-02T03:12:01+0000 node-b kernel: ...". They carry no rank: the host is what ties them to ranks.
     _p("syslog-kernel", rf"(?:[A-Z][a-z]{{2}}\s{{1,2}}\d{{1,2}}\s\d\d:\d\d:\d\d|{_TS})\s(?P<host>[\w.-]{{1,64}})\s"
                         r"kernel:\s(?:\[\s{0,12}\d{1,12}\.\d{1,9}\]\s)?", _DIGITS + "ADFJMNOS"),
+    # A container runtime's own log file (CRI: containerd, CRI-O; /var/log/pods/.../0.log, what a log shipper
+    # forwards): "2026-12-03T16:40:12.123456789Z stderr F " (F a full line, P a part of a longer one).
+    _p("cri-log", rf"(?P<time>{_TS})\s(?:stdout|stderr)\s[PF]\s", _DIGITS),
+    # journalctl's short format and moreutils `ts`: "Dec 03 16:40:12 node-b python[4242]: ", "Dec 03 16:40:12 ".
+    _p("syslog-stamp", r"(?P<time>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s{1,2}\d{1,2}\s\d\d:\d\d:\d\d"
+                       r"(?:\.\d{1,9})?)\s(?:(?P<host>[\w.-]{1,64})\s[\w@.-]{1,64}\[\d{1,9}\]:\s)?", "ADFJMNOS"),
     # Collector timestamps in front of everything: ISO 8601 (container runtime), with an optional pod name.
     _p("iso-stamp", rf"(?P<time>{_TS})\s+(?:(?P<host>[\w.-]{{1,64}})\s>>\s)?", _DIGITS),
     _p("bracket-iso-stamp", rf"[\[【](?P<time>{_TS})[\]】]\s?", "[【"),
