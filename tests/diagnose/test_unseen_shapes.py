@@ -124,3 +124,26 @@ def test_collector_prefixes_keep_the_rank(tmp_path: Path) -> None:
             path.write_text("".join(prefix + line for line in case.read_text().splitlines(keepends=True)))
             d = diagnose_paths([str(path)])
             assert d.root_cause is not None and d.root_cause.rank == want, (prefix, case.parent.name, d.root_cause)
+
+
+SIGSEGV_RUN = FIXTURE_LOGS / "process.killed-signal--2node-rank3-sigsegv-silent-per-node-logs" / "logs"
+
+
+def test_node_files_named_after_the_node_rank_are_not_rank_files(tmp_path: Path) -> None:
+    # `torchrun --node-rank $RANK ... > train_rank$RANK.log` (Kubeflow's and many Slurm scripts' RANK is the
+    # node's): the agent's "failed (exitcode: -9) local_rank: 1" in train_rank0.log is not rank 0's.
+    for run, want in ((SIGKILL_RUN, 1), (SIGSEGV_RUN, 3), (WORKER_RUN, 3)):
+        folder = tmp_path / run.parent.name
+        folder.mkdir()
+        for node in (0, 1):
+            (folder / f"train_rank{node}.log").write_text((run / f"node{node}.log").read_text())
+        d = diagnose_paths(sorted(str(p) for p in folder.iterdir()))
+        assert d.root_cause is not None and d.root_cause.rank == want, (run.parent.name, d.root_cause.why)
+
+
+def test_a_real_rank_file_keeps_its_name_rank(tmp_path: Path) -> None:
+    path = tmp_path / "rank2.log"
+    path.write_text("step 3 loss 2.1\nTraceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n"
+                    "ValueError: bad batch\n")
+    d = diagnose_paths([str(path)])
+    assert d.root_cause is not None and d.root_cause.rank == 2
