@@ -147,3 +147,33 @@ def test_a_real_rank_file_keeps_its_name_rank(tmp_path: Path) -> None:
                     "ValueError: bad batch\n")
     d = diagnose_paths([str(path)])
     assert d.root_cause is not None and d.root_cause.rank == 2
+
+
+def test_line_numbers_of_a_pasted_excerpt_are_peeled_only_when_they_count_lines() -> None:
+    # LlamaFactory#7396 (https://github.com/hiyouga/LlamaFactory/issues/7396): an excerpt pasted with its
+    # viewer's line numbers in front of the [rankN]: tags.
+    lines = [
+        "[80746] [rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, "
+        "Timeout(ms)=600000) ran for 600060 milliseconds before timing out.",
+        "[80747] [rank4]:[E321 02:07:08.414640780 ProcessGroupNCCL.cpp:607] [Rank 4] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, "
+        "Timeout(ms)=600000) ran for 600067 milliseconds before timing out.",
+        "[80748] [rank0]:[E321 02:07:08.465150152 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 0] Exception (either an error "
+        "or timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.",
+        "[80749] [rank3]:[E321 02:07:08.465224069 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 3] Exception (either an error "
+        "or timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.",
+    ]
+    probe = Dialect()
+    for line in lines:
+        probe.observe(line)
+    assert "line-number" in probe.decide()
+    assert peel(lines[3], probe.decide()).rank == 3
+    d = diagnose_text("\n".join(lines))
+    # Ranks 0, 3 and 4 all time out: the excerpt does not say which rank stopped (rank 3 is not "silent").
+    assert d.root_cause is not None and d.root_cause.rank != 3
+    repeated = ["[3] loss 2.0", "[1] loss 2.1", "[3] loss 1.9", "[1] loss 2.0"]
+    probe = Dialect()
+    for line in repeated:
+        probe.observe(line)
+    assert "line-number" not in probe.decide()

@@ -70,6 +70,9 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     _p("glog", r"(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})\s+(?P<pid>\d{1,16})\s+[\w/.+-]{1,200}:\d{1,6}\]\s?", "IWEF"),
     # bracketed glog of c10d C++: "[E1026 04:01:30.105007493 ProcessGroupNCCL.cpp:1858] ", "[E ProcessGroupNCCL.cpp:566] ".
     _p("glog-bracket", r"\[(?:(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})|[IWEF])\s[\w/.+-]{1,200}:\d{1,6}\]\s?", "["),
+    # Line numbers a log viewer or an editor put in front of a pasted excerpt: "[80746] [rank0]:[E321 ...".
+    # Only when they count up line by line (see Dialect): a bracketed number that repeats may be a rank.
+    _p("line-number", r"\[\d{1,9}\]\s", "[", ambiguous=True),
     # A log pasted as a Markdown quote (issue threads, chat): "> [rank1]: ...".
     _p("markdown-quote", r">[ \t]?", ">", ambiguous=True),
     # A log pasted as an indented Markdown code block (four spaces or a tab before every line).
@@ -148,6 +151,7 @@ def peel(line: str, dialect: frozenset[str] = frozenset(), max_layers: int = 6) 
 
 
 SRUN_NODE_LABEL = "srun-label-node"  # a dialect: srun's "N: " labels a node's task, not a rank
+_LINE_NUMBER = re.compile(r"\[(\d{1,9})\]\s")
 _LABELLED_RANK = re.compile(r"\s{0,4}(\d{1,5}):\s\[rank(\d{1,6})\]:")
 
 
@@ -168,6 +172,8 @@ class Dialect:
         self.seen = 0
         self.hits = {name: 0 for name, fmt in _BY_NAME.items() if fmt.ambiguous}
         self.hosts: set[str] = set()
+        self.numbered = 0  # "[N] " lines whose N is the previous one's plus one
+        self._last_number: int | None = None
         self.label_is_rank = 0  # "3: [rank3]:"
         self.label_is_not_rank = 0  # "1: [rank3]:"
 
@@ -175,6 +181,12 @@ class Dialect:
         if not line.strip():
             return
         self.seen += 1
+        numbered = _LINE_NUMBER.match(line)
+        if numbered:
+            number = int(numbered[1])
+            if self._last_number is not None and number == self._last_number + 1:
+                self.numbered += 1
+            self._last_number = number
         tagged = _LABELLED_RANK.match(line)
         if tagged:
             if tagged[1] == tagged[2]:
@@ -195,6 +207,8 @@ class Dialect:
                   if c / self.seen >= self.MIN_SHARES.get(n, self.MIN_SHARE) and c >= 3}
         if "pdsh-host" in chosen and len(self.hosts) > 64:
             chosen.discard("pdsh-host")
+        if "line-number" in chosen and self.numbered < max(2, self.hits["line-number"] * 0.8 - 1):
+            chosen.discard("line-number")  # the bracketed numbers do not count lines: ranks, perhaps
         if "srun-label" in chosen and self.label_is_not_rank >= 2 and self.label_is_not_rank > self.label_is_rank:
             chosen.discard("srun-label")
             chosen.add(SRUN_NODE_LABEL)
