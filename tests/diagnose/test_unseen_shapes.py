@@ -177,3 +177,18 @@ def test_line_numbers_of_a_pasted_excerpt_are_peeled_only_when_they_count_lines(
     for line in repeated:
         probe.observe(line)
     assert "line-number" not in probe.decide()
+
+
+def test_a_launcher_line_alone_is_a_failure_not_nothing() -> None:
+    # Chinese-Vicuna#113 (https://github.com/Facico/Chinese-Vicuna/issues/113): the paste keeps only the
+    # launcher's line; the worker's traceback is not in it.
+    d = diagnose_text("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 "
+                      "(pid: 1622990) of binary: /home/changquan/anaconda3/envs/lang/bin/python")
+    assert d.root_cause is not None and d.root_cause.rule == "process.exited-nonzero"
+    assert d.root_cause.rank == 0
+    assert (d.root_cause.confidence.failure.level, d.root_cause.confidence.rank.level) == ("low", "low")
+    # DeepSpeed's launcher prints the command of the last child it killed, not the failed one: no rank.
+    d = diagnose_text("[2024-03-20 20:31:29,240] [INFO] [launch.py:315:sigkill_handler] Killing subprocess 3353708\n"
+                      "[2024-03-20 20:31:29,269] [ERROR] [launch.py:321:sigkill_handler] ['/data/anaconda3/envs/llama/"
+                      "bin/python', '-u', 'src/train_bash.py', '--local_rank=4', '--fp16'] exits with return code = 1")
+    assert d.root_cause is not None and d.root_cause.rule == "process.exited-nonzero" and d.root_cause.rank is None

@@ -142,7 +142,28 @@ class InitiatorFinder:
             best = max(soft, key=lambda e: (e.severity is Severity.WARNING, -e.order))
             return Verdict(rank=self._event_rank(best), cause=best, rule=best.rule,
                            decided_by="no failure; the most important warning")
+        exited = self._launcher_exit_only(units)
+        if exited is not None:
+            return exited
         return Verdict(rank=None, cause=None, rule=None, decided_by="nothing matched")
+
+    def _launcher_exit_only(self, units: list[Event]) -> Verdict | None:
+        """A launcher reports a worker's error exit and nothing else failed in the log (an excerpt that
+        keeps only the launcher's lines, or a run whose worker output went elsewhere): the failure is
+        that exit, not "no failure". Its rank is the launcher's; the cause is not in the log."""
+        reports = [u for u in units if u.role is Role.CONTEXT and u.severity is Severity.ERROR
+                   and (u.fields.get("exitcode") or "").isdigit() and int(u.fields["exitcode"]) > 0]
+        if not reports:
+            return None
+        rank, why = self._rank_from_launcher()
+        code = reports[0].fields["exitcode"]
+        reasons = [f"the launcher reports a worker exit with status {code} (not a signal) at line "
+                   f"{reports[0].line.number}, and the log holds no error of the worker's own: its traceback is "
+                   f"elsewhere (above this excerpt, in --log-dir/--redirects files, or the error_file)"]
+        if why:
+            reasons.append(why)
+        return Verdict(rank=rank, cause=reports[0], rule=EXITED_RULE, decided_by="the launcher's exit report only",
+                       reasons=reasons)
 
     def _from_causes(self, causes: list[Event], units: list[Event]) -> Verdict:
         # A death the launcher reports (exit -6 after a watchdog abort, say) is a consequence on a rank
