@@ -192,3 +192,33 @@ def test_a_launcher_line_alone_is_a_failure_not_nothing() -> None:
                       "[2024-03-20 20:31:29,269] [ERROR] [launch.py:321:sigkill_handler] ['/data/anaconda3/envs/llama/"
                       "bin/python', '-u', 'src/train_bash.py', '--local_rank=4', '--fp16'] exits with return code = 1")
     assert d.root_cause is not None and d.root_cause.rule == "process.exited-nonzero" and d.root_cause.rank is None
+
+
+def test_failure_table_entries_joined_onto_one_line_each() -> None:
+    # litData#340 (https://github.com/Lightning-AI/litData/issues/340): CloudWatch shows each entry of
+    # torchrun's failure table on one line, behind its own stamp. Every listed rank aborted (SIGABRT)
+    # at the same second: the entries are read as the table's, and the stamps' order decides nothing.
+    lines = [f"  | 2024-08-23T22:22:58.{879 + (r > 4)}Z | [{r}]: time : 2024-08-23_22:22:58 host : algo-2 rank : {r} "
+             f"(local_rank: {r}) exitcode : -6 (pid: {187 + r}) error_file: <N/A> traceback : Signal 6 (SIGABRT) "
+             f"received by PID {187 + r}" for r in range(2, 8)]
+    d = diagnose_text("\n".join(lines))
+    assert d.root_cause is not None and d.root_cause.rule == "process.killed-signal"
+    assert d.root_cause.rank in range(2, 8)
+    assert d.root_cause.confidence.rank.level == "low"
+    assert "timestamp" not in d.root_cause.why
+
+
+def test_a_joined_root_cause_entry_names_the_rank() -> None:
+    # The same joined shape with torchrun's "Root Cause" heading before the first failure's entry (the
+    # fields of node 1's table in the real run of process.killed-signal--2agents-one-terminal-rank2-sigsegv-
+    # interleaved, joined onto one line per entry as the collector shows them; the host name is made up).
+    text = "\n".join([
+        "  | 2026-12-03T16:39:13.2Z | [1]: time : 2026-12-03_16:39:13 host : node-b rank : 3 (local_rank: 1) "
+        "exitcode : -15 (pid: 16630)  (SIGTERM) error_file: <N/A> traceback : Signal 15 (SIGTERM) received by PID 16630",
+        "  | 2026-12-03T16:39:13.2Z | ------------------------------------------------------------",
+        "  | 2026-12-03T16:39:13.2Z | Root Cause (first observed failure):",
+        "  | 2026-12-03T16:39:13.3Z | [0]: time : 2026-12-03_16:39:13 host : node-b rank : 2 (local_rank: 0) "
+        "exitcode : -11 (pid: 16629)  (SIGSEGV) error_file: <N/A> traceback : Signal 11 (SIGSEGV) received by PID 16629",
+    ])
+    d = diagnose_text(text)
+    assert d.root_cause is not None and (d.root_cause.rule, d.root_cause.rank) == ("process.killed-signal", 2)

@@ -139,6 +139,9 @@ class LineScanner:
                                                     stream_rank)
             if quoted:
                 rank = table_rank
+                # When the launcher printed its table says nothing of which child failed first (a collector's
+                # stamp on each entry counts up within one print); the entries' own `time :` fields do.
+                time = None
                 stream: object = ("launcher-table", source)
             else:
                 # The stream is the printing process as its prefix tells; a rank named in the message
