@@ -222,3 +222,18 @@ def test_a_joined_root_cause_entry_names_the_rank() -> None:
     ])
     d = diagnose_text(text)
     assert d.root_cause is not None and (d.root_cause.rule, d.root_cause.rank) == ("process.killed-signal", 2)
+
+
+RESTART_RUN = FIXTURE_LOGS / "process.killed-signal--2node-rank2-sigkill-then-restart-fails-per-node-logs" / "logs"
+
+
+def test_another_nodes_unprefixed_traceback_is_not_the_exited_ranks_output(tmp_path: Path) -> None:
+    # Both nodes' output in one file behind each node's prefix (pdsh's host, srun's task label): the
+    # second attempt's unprefixed connect failure on node 0 does not explain rank 2's SIGKILL on node 1.
+    for prefixes in (("gpu-node-a: ", "gpu-node-b: "), ("0: ", "1: ")):
+        path = tmp_path / "job.out"
+        path.write_text("".join(prefix + line for prefix, name in zip(prefixes, ("node0.log", "node1.log"), strict=True)
+                                for line in (RESTART_RUN / name).read_text().splitlines(keepends=True)))
+        d = diagnose_paths([str(path)])
+        assert d.root_cause is not None, prefixes
+        assert (d.root_cause.rule, d.root_cause.rank) == ("memory.host-oom-kill", 2), (prefixes, d.root_cause.why)

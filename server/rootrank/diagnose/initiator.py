@@ -239,11 +239,13 @@ class InitiatorFinder:
             return None
         if any(not is_launcher_report(e) for e in causes if self._event_rank(e) == rank):
             return None
-        # The process's own output is in its agent's file: with one file per node, an unprefixed traceback
-        # in another node's file (a restarted attempt failing to connect, say) is another process's.
+        # The process's own output is in its agent's file, behind its node's prefix (pdsh host, srun task):
+        # an unprefixed traceback of another node (a restarted attempt failing to connect, say) is another
+        # process's.
         own = [e for e in causes if e.line.rank is None and not is_launcher_report(e)
                and self._event_rank(e) is None and e.order < exit_event.order and e.rule != exit_event.rule
-               and e.line.source == exit_event.line.source]
+               and e.line.source == exit_event.line.source
+               and (e.line.host is None or exit_event.line.host is None or e.line.host == exit_event.line.host)]
         if not own:
             return None
         event = own[-1]
