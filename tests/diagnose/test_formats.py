@@ -180,3 +180,12 @@ def test_syslog_stamps_share_the_clock_of_iso_and_glog_stamps() -> None:
     assert parse_time("Dec 03 16:40:12") == parse_time("2026-12-03T16:40:12Z") == parse_time("I1203 16:40:12.000000")
     assert parse_time("Dec  3 16:40:12.5") == parse_time("2026-12-03 16:40:12.5")
     assert peel("Dec 03 16:40:12 [rank1]: x").time == parse_time("2026-12-03T16:40:12Z")
+
+
+def test_lightning_rank_prefixed_messages() -> None:
+    # lightning_fabric/utilities/rank_zero.py rank_prefixed_message: f"[rank: {rank}] {message}", at the
+    # start of a line (tests/fixtures/logs/process.killed-signal--2node-rank1-sigkill-lightning-rank-prefix-
+    # per-node-logs) or after a logging format's header (lightning-hydra-template's RankedLogger).
+    assert peel("[rank: 1] rank 1 step 0 loss 5.0568").rank == 1
+    assert rank_in_message("[2024-03-01 10:00:00,123][src.train][INFO] - [rank: 3] Instantiating model") == 3
+    assert rank_in_message("see [rank: x] docs") is None

@@ -44,9 +44,10 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     _p("torchrun-host-role", r"\[(?P<host>[A-Za-z][\w.-]{0,63}):(?P<local_rank>\d{1,5})\]:\s?", "["),
     # Open MPI --tag-output: "[1,3]<stderr>:".
     _p("mpirun-tag", r"\[\d{1,6},(?P<rank>\d{1,6})\]<(?:stdout|stderr|stddiag)>:\s?", "["),
-    # A rank tag in a Python logging format: "[rank3] 2025-01-01 12:00:01,234 INFO ..." ("[Rank 3] " is c10d's
+    # A rank tag in a Python logging format: "[rank3] 2025-01-01 12:00:01,234 INFO ...", or Lightning's
+    # rank_prefixed_message: "[rank: 1] message" ("[Rank 3] " is c10d's
     # own message text, left to inline.py).
-    _p("logging-rank-tag", r"\[rank ?(?P<rank>\d{1,6})\]\s(?=\S)", "["),
+    _p("logging-rank-tag", r"\[rank(?:: | ?)(?P<rank>\d{1,6})\]\s(?=\S)", "["),
     # Determined: "[rank=1] || ".
     _p("determined-rank", r"\[rank=(?P<rank>\d{1,6})\]\s\|\|\s?", "["),
     # Ray: "(WorkerDict pid=835, ip=172.26.143.83) ", "(pid=4009) ", "(axolotl-hi-2-spot, pid=16959) ".
@@ -222,7 +223,7 @@ class RankCensus:
     printed anything, including ranks whose lines the prefilter skips.
     """
 
-    _GLOBAL = re.compile(rb"\[rank(\d{1,6})\](?::| (?=\S))")
+    _GLOBAL = re.compile(rb"\[rank(?:: )?(\d{1,6})\](?::| (?=\S))")
     _MPI = re.compile(rb"(?m)^\[\d{1,6},(\d{1,6})\]<std")
     _LOCAL = re.compile(rb"(?m)^\[(?!rank\d)[A-Za-z_][\w.-]{0,63}?:?(\d{1,5})\]:")
     _SRUN = re.compile(rb"(?m)^\s{0,4}(\d{1,5}): ")
