@@ -29,6 +29,15 @@ from rootrank.diagnose.formats.timestamps import find_time, parse_time
          "NVRM: Xid (PCI:000f:01:00): 119, Timeout after 6s"),
         ("2026-12-02T03:12:01+0000 gpu-07 kernel: [16450076.435595] NVRM: Xid (PCI:0000:3b:00): 48, pid=1", None, None,
          "gpu-07", "NVRM: Xid (PCI:0000:3b:00): 48, pid=1"),
+        # containerd/CRI-O's own log file (format as in containerd's cri log parser: "<RFC3339Nano> stdout F <msg>"),
+        # around a line of tests/fixtures/logs/process.killed-signal--2agents-one-terminal-rank3-sigkill-interleaved.
+        ("2018-09-20T11:54:11.753589172Z stderr F [rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/"
+         "transport/tcp/pair.cc:537] Read error", 0, None, None,
+         "RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error"),
+        ("2024-10-01T05:40:48.840712595Z stdout F rank 3 step 1 loss 5.1102", None, None, None, "rank 3 step 1 loss 5.1102"),
+        # journalctl's short format (a unit's stdout) and moreutils `ts` (default "%b %d %H:%M:%S").
+        ("Dec 03 16:35:53 node-b torchrun[10207]: [rank2]: RuntimeError: boom", 2, None, "node-b", "RuntimeError: boom"),
+        ("Dec 03 16:35:53 [rank1]: Traceback (most recent call last):", 1, None, None, "Traceback (most recent call last):"),
         ("plain text line", None, None, None, "plain text line"),
     ],
 )
@@ -165,3 +174,18 @@ def test_container_name_prefix_only_when_the_source_uses_it() -> None:
     peeled = peel("trainer-1  | [rank3]: ValueError: x", chosen)
     assert (peeled.host, peeled.rank, peeled.text) == ("trainer-1", 3, "ValueError: x")
     assert peel("trainer-1 | x").host is None
+
+
+def test_syslog_stamps_share_the_clock_of_iso_and_glog_stamps() -> None:
+    assert parse_time("Dec 03 16:40:12") == parse_time("2026-12-03T16:40:12Z") == parse_time("I1203 16:40:12.000000")
+    assert parse_time("Dec  3 16:40:12.5") == parse_time("2026-12-03 16:40:12.5")
+    assert peel("Dec 03 16:40:12 [rank1]: x").time == parse_time("2026-12-03T16:40:12Z")
+
+
+def test_lightning_rank_prefixed_messages() -> None:
+    # lightning_fabric/utilities/rank_zero.py rank_prefixed_message: f"[rank: {rank}] {message}", at the
+    # start of a line (tests/fixtures/logs/process.killed-signal--2node-rank1-sigkill-lightning-rank-prefix-
+    # per-node-logs) or after a logging format's header (lightning-hydra-template's RankedLogger).
+    assert peel("[rank: 1] rank 1 step 0 loss 5.0568").rank == 1
+    assert rank_in_message("[2024-03-01 10:00:00,123][src.train][INFO] - [rank: 3] Instantiating model") == 3
+    assert rank_in_message("see [rank: x] docs") is None

@@ -56,6 +56,8 @@ class Assessor:
         if verdict.decided_by == "exited on its own":
             return Sureness("medium", "from the launcher's exit status and the other ranks' losses; the rank "
                                       "printed no error, so why it exited is not in the log")
+        if verdict.decided_by == "the launcher's exit report only":
+            return Sureness("low", "only the launcher's exit status is in the log; the worker's own error is not")
         if cause.role is Role.CONTEXT and cause.severity is Severity.ERROR:
             return Sureness("medium", "a launcher's summary of a failed child: the child's own error is not in the log")
         if cause.severity is not Severity.ERROR or cause.role is Role.CONTEXT:
@@ -114,6 +116,8 @@ class Assessor:
             return Sureness("medium", "the rank that completed the fewest collectives")
         if how == "launcher exit of the process that printed it":
             return Sureness("medium", "the message had no rank prefix; the launcher's exit line gave the rank")
+        if how == "the launcher's exit report only":
+            return Sureness("low", "only the launcher's account of which child exited with an error")
         if how == "launcher exit" or how == "launcher exit order":
             return Sureness("low" if "single node assumed" in " ".join(verdict.reasons) else "medium",
                             "only the launcher's account of which child exited first")

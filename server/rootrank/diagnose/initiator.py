@@ -143,6 +143,9 @@ class InitiatorFinder:
             best = max(soft, key=lambda e: (e.severity is Severity.WARNING, -e.order))
             return Verdict(rank=self._event_rank(best), cause=best, rule=best.rule,
                            decided_by="no failure; the most important warning")
+        exited = self._launcher_exit_only(units)
+        if exited is not None:
+            return exited
         # A launcher's error summary with nothing of the child's own (the paste kept only the last lines):
         # the child failed, but its reason is not in this log. Said as such, not as "no failure".
         summaries = [u for u in units if u.role is Role.CONTEXT and u.severity is Severity.ERROR]
@@ -153,6 +156,24 @@ class InitiatorFinder:
                            undecided="the log holds only the launcher's report that a child process failed; the "
                                      "child's own error (its traceback or signal) is not in it")
         return Verdict(rank=None, cause=None, rule=None, decided_by="nothing matched")
+
+    def _launcher_exit_only(self, units: list[Event]) -> Verdict | None:
+        """A launcher reports a worker's error exit and nothing else failed in the log (an excerpt that
+        keeps only the launcher's lines, or a run whose worker output went elsewhere): the failure is
+        that exit, not "no failure". Its rank is the launcher's; the cause is not in the log."""
+        reports = [u for u in units if u.role is Role.CONTEXT and u.severity is Severity.ERROR
+                   and (u.fields.get("exitcode") or "").isdigit() and int(u.fields["exitcode"]) > 0]
+        if not reports:
+            return None
+        rank, why = self._rank_from_launcher()
+        code = reports[0].fields["exitcode"]
+        reasons = [f"the launcher reports a worker exit with status {code} (not a signal) at line "
+                   f"{reports[0].line.number}, and the log holds no error of the worker's own: its traceback is "
+                   f"elsewhere (above this excerpt, in --log-dir/--redirects files, or the error_file)"]
+        if why:
+            reasons.append(why)
+        return Verdict(rank=rank, cause=reports[0], rule=EXITED_RULE, decided_by="the launcher's exit report only",
+                       reasons=reasons)
 
     def _from_causes(self, causes: list[Event], units: list[Event]) -> Verdict:
         # A death the launcher reports (exit -6 after a watchdog abort, say) is a consequence on a rank
@@ -228,8 +249,13 @@ class InitiatorFinder:
             return None
         if any(not is_launcher_report(e) for e in causes if self._event_rank(e) == rank):
             return None
+        # The process's own output is in its agent's file, behind its node's prefix (pdsh host, srun task):
+        # an unprefixed traceback of another node (a restarted attempt failing to connect, say) is another
+        # process's.
         own = [e for e in causes if e.line.rank is None and not is_launcher_report(e)
-               and self._event_rank(e) is None and e.order < exit_event.order and e.rule != exit_event.rule]
+               and self._event_rank(e) is None and e.order < exit_event.order and e.rule != exit_event.rule
+               and e.line.source == exit_event.line.source
+               and (e.line.host is None or exit_event.line.host is None or e.line.host == exit_event.line.host)]
         if not own:
             return None
         event = own[-1]

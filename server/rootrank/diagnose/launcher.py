@@ -28,6 +28,12 @@ _FIELD = re.compile(r"^\s*(?P<key>time|host|rank|exitcode|error_file|traceback)\
 # A number starts only where no digit precedes it, and is bounded: a long run of digits costs one pass.
 _RANK_VALUE = re.compile(r"(?<!\d)(?P<rank>\d{1,9}) \(local_rank: (?P<local_rank>\d{1,9})\)")
 _EXIT_VALUE = re.compile(r"(?<![\d-])(?P<exitcode>-?\d{1,9}) \(pid: (?P<pid>\d{1,10})\)")
+# One entry of the failure table with its fields on one line, as log collectors that join a message's lines
+# print it (CloudWatch/SageMaker: "[2]: time : 2024-08-23_22:22:58 host : algo-2 rank : 2 (local_rank: 2)
+# exitcode : -6 (pid: 189) error_file: <N/A> traceback : Signal 6 (SIGABRT) received by PID 189").
+_FLAT_ENTRY = re.compile(r"(?:\[\d{1,6}\]:\s{0,8})?time\s{0,8}:\s{0,8}\S{1,40}\s{1,8}host\s{0,8}:\s{0,8}(?P<host>\S{0,255})\s{1,8}"
+                         r"rank\s{0,8}:\s{0,8}(?P<rank>\d{1,9}) \(local_rank: (?P<local_rank>\d{1,9})\)\s{1,8}"
+                         r"exitcode\s{0,8}:\s{0,8}(?P<exitcode>-?\d{1,9}) \(pid: (?P<pid>\d{1,10})\)")
 _WORLD = re.compile(r"\b(?:world[ _]size|WORLD_SIZE|nranks)[ \t]{0,8}[:=]?[ \t]{0,8}(?P<n>\d{1,6})\b", re.IGNORECASE)
 _MEMBER = re.compile(r"MEMBER: \d+/(?P<n>\d{1,6})")
 
@@ -225,6 +231,7 @@ class LauncherParser:
         self._agent: str | None = None
         self._source: str | None = None
         self._rdzv_locals: list[int] | None = None
+        self._flat_root = False  # a "Root Cause" heading was followed by entries on one line each
 
     @property
     def wants_every_line(self) -> bool:
@@ -259,23 +266,36 @@ class LauncherParser:
         if text.strip() == _ROOT_CAUSE:  # the launcher's own line, not a message that quotes it
             self._in_table, self._root_section = True, True
             return True, None
-        self._agent_line(text, line, source)
+        flat_rank = self._agent_line(text, line, source)
+        if flat_rank is not None:
+            return True, flat_rank  # a table entry joined onto one line: read like the table's own lines
         return False, None
 
-    def _agent_line(self, text: str, line: int, source: str) -> None:
+    def _agent_line(self, text: str, line: int, source: str) -> int | None:
+        """Record what an agent line says; the global rank of a failure-table entry joined onto one line."""
         report = self.report
         if "closing signal" in text:
             m = _SIGTERM.search(text)
             if m:
                 report.sigterm_pids.append((self._agent, int(m["pid"])))
-                return
+                return None
         if "failed (exitcode" in text:
             m = _FIRST_FAILED.search(text)
             if m:
                 report.exits.append(ChildExit(line, source, local_rank=int(m["local_rank"]),
                                               exitcode=int(m["exitcode"]), pid=int(m["pid"]), first_observed=True,
                                               agent=self._agent))
-                return
+                return None
+        if "local_rank:" in text and "exitcode" in text:
+            f = _FLAT_ENTRY.search(text)
+            if f:
+                root = self._flat_root or _ROOT_CAUSE in text[:f.start()]
+                self._flat_root = False
+                s = _SIGNAL_RECEIVED.search(text, f.end())
+                report.exits.append(ChildExit(line, source, rank=int(f["rank"]), local_rank=int(f["local_rank"]),
+                                              exitcode=int(f["exitcode"]), pid=int(f["pid"]), host=f["host"] or None,
+                                              signal=s["signal"] if s else None, root_cause=root, agent=self._agent))
+                return int(f["rank"])
         if "srun: error:" in text:
             m = _SRUN.search(text)
             if m:
@@ -285,28 +305,29 @@ class LauncherParser:
                     "SIGTERM" if "Terminated" in what else None
                 report.exits.append(ChildExit(line, source, rank=int(m["rank"]), host=m["host"], signal=signal,
                                               exitcode=int(exit_m["exitcode"]) if exit_m else None))
-                return
+                return None
         if "Process name: [[" in text:
             m = _MPI_PROCESS.search(text)
             if m:
                 self._mpi_pending = ChildExit(line, source, rank=int(m["rank"]), first_observed=True)
                 report.exits.append(self._mpi_pending)
-                return
+                return None
         if self._mpi_pending is not None and "Exit code:" in text:
             m = _MPI_EXIT.search(text)
             if m:
                 self._mpi_pending.exitcode = int(m["exitcode"])
                 self._mpi_pending = None
-                return
+                return None
         if "_ranks=[" in text or "group_rank=" in text or "global_world_sizes=" in text:
             self._rendezvous_line(text)
-            return
+            return None
         if "--node" in text or "--nproc" in text:
             self._command_line(text)
         if report.world_size is None and ("orld" in text or "nranks" in text or "MEMBER:" in text):
             m = _WORLD.search(text) or _MEMBER.search(text)
             if m and 1 < int(m["n"]) <= 100_000:
                 report.world_size = int(m["n"])
+        return None
 
     def _rendezvous_line(self, text: str) -> None:
         """torchrun's rendezvous result (logged at INFO): `local_ranks=[0, 1]` then `global_ranks=[2, 3]`."""
@@ -342,6 +363,8 @@ class LauncherParser:
     def _table_line(self, text: str, line: int, source: str) -> tuple[bool, int | None]:
         if not _is_table_line(text):
             # The table is printed in one piece: a line of another shape means it ended (or never was one).
+            # A heading with no multi-line entry after it may head entries joined onto one line each.
+            self._flat_root = self._root_section and self._entry is None
             self._in_table, self._entry, self._root_section = False, None, False
             return self.feed(text, line, source)
         if _TABLE_RULE.match(text):

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from rootrank.diagnose.formats import inline, timestamps
 from rootrank.diagnose.formats.inline import rank_span
 from rootrank.diagnose.formats.paths import ranks_from_path
-from rootrank.diagnose.formats.prefixes import PREFIX_DIGITS, Dialect, apply_plan, peel_plan
+from rootrank.diagnose.formats.prefixes import PREFIX_DIGITS, Dialect, apply_plan, peel, peel_plan
 from rootrank.diagnose.formats.timestamps import parse_time, time_span
 from rootrank.diagnose.launcher import ARMING_SIGNS, LauncherParser, agent_of
 from rootrank.diagnose.normalize import iter_logical_numbered
@@ -124,6 +124,11 @@ class LineScanner:
             self._sampling = False
         dialect = dialect_probe.decide()
         self.probing = False
+        if path_rank is not None and _names_other_ranks(buffered, dialect, path_rank):
+            # The workers' own "[rankN]:" tags contradict the file name: a node's file named after the
+            # node rank (`torchrun --node-rank $RANK > train_rank$RANK.log`, Kubeflow's RANK is the
+            # node's), so the name is not the rank of the launcher lines in it.
+            path_rank = None
 
         def all_items() -> Iterator[tuple[int, str]]:
             yield from buffered
@@ -136,7 +141,11 @@ class LineScanner:
             self._last_number = number
             peeled = apply_plan(raw, plan_of(raw))
             text = peeled.text
-            rank = peeled.rank if peeled.rank is not None else path_rank
+            rank = peeled.rank
+            if rank is None and "local_rank" not in text:
+                # A launcher line naming a local rank ("failed (exitcode: -9) local_rank: 1", its failure
+                # table) is the node's agent speaking about its workers: never the rank a file is named after.
+                rank = path_rank
             local_rank = peeled.local_rank if peeled.local_rank is not None else path_local
             host = peeled.host or path_host
             stream_rank = rank
@@ -150,6 +159,9 @@ class LineScanner:
                                                     stream_rank)
             if quoted:
                 rank = table_rank
+                # When the launcher printed its table says nothing of which child failed first (a collector's
+                # stamp on each entry counts up within one print); the entries' own `time :` fields do.
+                time = None
                 stream: object = ("launcher-table", source)
             else:
                 # The stream is the printing process as its prefix tells; a rank named in the message
@@ -168,3 +180,13 @@ class LineScanner:
                     time = adopted[1] if time is None else time
             yield LogLine(number=number, text=text, raw=raw, source=source, rank=rank, local_rank=local_rank,
                           host=host, time=time, pid=peeled.pid, block=block, quoted=quoted)
+
+
+def _names_other_ranks(sample: list[tuple[int, str]], dialect: frozenset[str], path_rank: int) -> bool:
+    """Whether the sampled lines' rank prefixes name a rank other than the file name's."""
+    for _, raw in sample:
+        if "rank" in raw or raw[:1] in "0123456789[":
+            rank = peel(raw, dialect).rank
+            if rank is not None and rank != path_rank:
+                return True
+    return False

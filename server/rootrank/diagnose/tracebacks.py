@@ -2,7 +2,8 @@
 
 Each stream (source file + rank/host of the printer) has its own small state machine, so rank 1's
 frames never join rank 3's traceback. Chained tracebacks ("During handling of the above exception")
-stay in one block; a few continuation lines after the exception line (multi-line messages) too.
+stay in one block, and so does the "Original Traceback" a DataLoader worker's re-raised exception carries; a
+few continuation lines after the exception line (multi-line messages) too.
 """
 
 from __future__ import annotations
@@ -67,7 +68,12 @@ class TracebackGrouper:
             state.ignored_next = True
             return 0
         if "Traceback (most recent call last)" in stripped:
-            if state.phase != "chain":
+            # torch's ExceptionWrapper.reraise (DataLoader workers, the pin-memory thread) prints the
+            # worker's traceback as part of the re-raised message: "Caught X in DataLoader worker
+            # process N." then "Original Traceback (most recent call last):". It is the same failure,
+            # so it stays in the block and its innermost error can name it.
+            continues = state.phase == "after_exception" and stripped.startswith("Original Traceback")
+            if state.phase != "chain" and not continues:
                 state.block = self._new_block()
                 if state.ignored_next:
                     self.ignored.add(state.block)

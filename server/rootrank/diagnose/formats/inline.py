@@ -1,7 +1,7 @@
 """Ranks named inside a message by the code that printed it, for lines without a rank prefix.
 
 Only forms that name the printing process count: `[Rank 3]` (c10d), `[PG 0 (default_pg) Rank 3]`,
-`GLOBAL_RANK: 3` (Lightning), `with rank id: 3` (InternLM), `[RANK 3]`, `Rank 3: ` at the start (Megatron).
+`GLOBAL_RANK: 3` and `[rank: 3] ` (Lightning), `with rank id: 3` (InternLM), `[RANK 3]`, `Rank 3: ` at the start (Megatron).
 A sub-group rank (`[PG ID 4 PG GUID 10 Rank 1]`) is not the global rank and is ignored; so are lines
 that name several ranks ("Rank 0 is running collective ..., but Rank 1 ...").
 """
@@ -20,8 +20,11 @@ _FORMS = (
     re.compile(r"with rank id: (?P<rank>\d{1,6})"),
     re.compile(r"^(?:AssertionError: )?Rank (?P<rank>\d{1,6}): "),
     re.compile(r"\brank (?P<rank>\d{1,6}) nranks \d"),
+    # Lightning's rank_prefixed_message (and the RankedLogger of lightning-hydra-template) after a logging
+    # format's own header: "[2024-03-01 10:00:00,123][src.train][INFO] - [rank: 1] Instantiating model".
+    re.compile(r"(?:^|\s)\[rank: (?P<rank>\d{1,6})\] "),
 )
-_MARKERS = ("Rank ", "RANK", "rank ", "rank id")
+_MARKERS = ("Rank ", "RANK", "rank ", "rank id", "[rank: ")
 
 
 # What rank_span looks at, for shapes.digit_classes: the forms and the substrings it tests.

@@ -45,9 +45,10 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     _p("torchrun-host-role", r"\[(?P<host>[A-Za-z][\w.-]{0,63}):(?P<local_rank>\d{1,5})\]:\s?", "["),
     # Open MPI --tag-output: "[1,3]<stderr>:".
     _p("mpirun-tag", r"\[\d{1,6},(?P<rank>\d{1,6})\]<(?:stdout|stderr|stddiag)>:\s?", "["),
-    # A rank tag in a Python logging format: "[rank3] 2025-01-01 12:00:01,234 INFO ..." ("[Rank 3] " is c10d's
+    # A rank tag in a Python logging format: "[rank3] 2025-01-01 12:00:01,234 INFO ...", or Lightning's
+    # rank_prefixed_message: "[rank: 1] message" ("[Rank 3] " is c10d's
     # own message text, left to inline.py).
-    _p("logging-rank-tag", r"\[rank ?(?P<rank>\d{1,6})\]\s(?=\S)", "["),
+    _p("logging-rank-tag", r"\[rank(?:: | ?)(?P<rank>\d{1,6})\]\s(?=\S)", "["),
     # Determined: "[rank=1] || ".
     _p("determined-rank", r"\[rank=(?P<rank>\d{1,6})\]\s\|\|\s?", "["),
     # Ray: "(WorkerDict pid=835, ip=172.26.143.83) ", "(pid=4009) ", "(axolotl-hi-2-spot, pid=16959) ".
@@ -56,6 +57,12 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     # "2026-12-02T03:12:01+0000 node-b kernel: ...". They carry no rank: the host is what ties them to ranks.
     _p("syslog-kernel", rf"(?:[A-Z][a-z]{{2}}\s{{1,2}}\d{{1,2}}\s\d\d:\d\d:\d\d|{_TS})\s(?P<host>[\w.-]{{1,64}})\s"
                         r"kernel:\s(?:\[\s{0,12}\d{1,12}\.\d{1,9}\]\s)?", _DIGITS + "ADFJMNOS"),
+    # A container runtime's own log file (CRI: containerd, CRI-O; /var/log/pods/.../0.log, what a log shipper
+    # forwards): "2026-12-03T16:40:12.123456789Z stderr F " (F a full line, P a part of a longer one).
+    _p("cri-log", rf"(?P<time>{_TS})\s(?:stdout|stderr)\s[PF]\s", _DIGITS),
+    # journalctl's short format and moreutils `ts`: "Dec 03 16:40:12 node-b python[4242]: ", "Dec 03 16:40:12 ".
+    _p("syslog-stamp", r"(?P<time>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s{1,2}\d{1,2}\s\d\d:\d\d:\d\d"
+                       r"(?:\.\d{1,9})?)\s(?:(?P<host>[\w.-]{1,64})\s[\w@.-]{1,64}\[\d{1,9}\]:\s)?", "ADFJMNOS"),
     # Collector timestamps in front of everything: ISO 8601 (container runtime), with an optional pod name.
     _p("iso-stamp", rf"(?P<time>{_TS})\s+(?:(?P<host>[\w.-]{{1,64}})\s>>\s)?", _DIGITS),
     _p("bracket-iso-stamp", rf"[\[【](?P<time>{_TS})[\]】]\s?", "[【"),
@@ -65,13 +72,17 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     _p("glog", r"(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})\s+(?P<pid>\d{1,16})\s+[\w/.+-]{1,200}:\d{1,6}\]\s?", "IWEF"),
     # bracketed glog of c10d C++: "[E1026 04:01:30.105007493 ProcessGroupNCCL.cpp:1858] ", "[E ProcessGroupNCCL.cpp:566] ".
     _p("glog-bracket", r"\[(?:(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})|[IWEF])\s[\w/.+-]{1,200}:\d{1,6}\]\s?", "["),
+    # Line numbers a log viewer or an editor put in front of a pasted excerpt: "[80746] [rank0]:[E321 ...".
+    # Only when they count up line by line (see Dialect): a bracketed number that repeats may be a rank.
+    _p("line-number", r"\[\d{1,9}\]\s", "[", ambiguous=True),
     # A log pasted as a Markdown quote (issue threads, chat): "> [rank1]: ...".
     _p("markdown-quote", r">[ \t]?", ">", ambiguous=True),
     # A log pasted as an indented Markdown code block (four spaces or a tab before every line).
     _p("markdown-indent", r"(?:\x20{4}|\t)", " \t", ambiguous=True),
     # docker compose / container log multiplexers: "trainer-1  | ...", "worker-0 | ...".
     _p("container-name", r"(?P<host>[A-Za-z][\w.-]{0,62})\s{1,16}\|\s?", _WORD_START, ambiguous=True),
-    # srun --label: "3: " (task id = global rank); only when the whole source uses it.
+    # srun --label: "3: " (task id = global rank, or the node's task under one torchrun agent per node: see
+    # Dialect); only when the whole source uses it.
     _p("srun-label", r"\s{0,4}(?P<rank>\d{1,5}):\s", " " + _DIGITS, ambiguous=True),
     # pdsh / DeepSpeed multi-node runner: "node-05: ", "192.168.12.21: ".
     _p("pdsh-host", r"(?!\d{1,5}:)(?![\w.]*(?:Error|Exception|Warning|Interrupt):)(?P<host>(?=[\w.-]*[\d.-])"
@@ -114,6 +125,7 @@ class PeelPlan:
     host: Span | None
     pid: Span | None
     stamps: tuple[Span, ...]
+    host_label: str = ""  # put before the host span's text (an srun node label names "task N")
 
 
 def peel(line: str, dialect: frozenset[str] = frozenset(), max_layers: int = 6) -> Peeled:
@@ -131,7 +143,7 @@ def apply_plan(line: str, plan: PeelPlan) -> Peeled:
     return Peeled(line[plan.end:] if plan.end else line,
                   None if plan.rank is None else int(line[plan.rank[0]: plan.rank[1]]),
                   None if plan.local_rank is None else int(line[plan.local_rank[0]: plan.local_rank[1]]),
-                  None if plan.host is None else line[plan.host[0]: plan.host[1]],
+                  None if plan.host is None else plan.host_label + line[plan.host[0]: plan.host[1]],
                   time,
                   None if plan.pid is None else int(line[plan.pid[0]: plan.pid[1]]))
 
@@ -140,17 +152,30 @@ def peel_plan(line: str, dialect: frozenset[str] = frozenset(), max_layers: int 
     """Where the prefixes at the start of `line` are, and where what they say is."""
     text = line
     offset = 0
-    rank = local_rank = pid = host = None
+    rank: Span | None = None
+    local_rank: Span | None = None
+    pid: Span | None = None
+    host: Span | None = None
+    host_label = ""
     stamps: list[Span] = []
     for layer in range(max_layers):
         for fmt in _BY_FIRST_CHAR.get(text[:1], ()):
             # "3: " and "host: " are only trusted at the very start: deeper, they are message text
             # ("torch.OutOfMemoryError: ...").
-            if fmt.ambiguous and (layer > 0 or fmt.name not in dialect):
+            node_label = fmt.name == "srun-label" and SRUN_NODE_LABEL in dialect
+            if fmt.ambiguous and (layer > 0 or (fmt.name not in dialect and not node_label)):
                 continue
             m = fmt.regex.match(text)
             if not m or m.end() == 0:
                 continue
+            if node_label:
+                # `srun --label` in front of one torchrun agent per node: the label is the task (the
+                # node's agent), not a rank; the workers' own "[rankN]:" tags follow it.
+                if host is None:
+                    host, host_label = _shifted(m.span("rank"), offset), "task "
+                offset += m.end()
+                text = text[m.end():]
+                break
             groups = fmt.regex.groupindex  # only the captures this format has are looked at
             if rank is None and "rank" in groups and m["rank"] is not None:
                 rank = _shifted(m.span("rank"), offset)
@@ -169,7 +194,7 @@ def peel_plan(line: str, dialect: frozenset[str] = frozenset(), max_layers: int 
             break
         else:
             break
-    return PeelPlan(offset, rank, local_rank, host, pid, tuple(stamps))
+    return PeelPlan(offset, rank, local_rank, host, pid, tuple(stamps), host_label)
 
 
 def _shifted(span: Span, offset: int) -> Span:
@@ -182,8 +207,18 @@ PREFIX_DIGITS = digit_classes([*(fmt.regex for fmt in PREFIXES),
                                  for fmt in PREFIXES if any(d in fmt.starts for d in _DIGITS))])
 
 
+SRUN_NODE_LABEL = "srun-label-node"  # a dialect: srun's "N: " labels a node's task, not a rank
+_LINE_NUMBER = re.compile(r"\[(\d{1,9})\]\s")
+_LABELLED_RANK = re.compile(r"\s{0,4}(\d{1,5}):\s\[rank(\d{1,6})\]:")
+
+
 class Dialect:
-    """Decides, from the first lines of a source, whether its ambiguous prefixes are real."""
+    """Decides, from the first lines of a source, whether its ambiguous prefixes are real.
+
+    `srun --label` prefixes the task id: the global rank when srun starts one task per rank, the node
+    when it starts one torchrun agent per node. The workers' "[rankN]:" tags after the label tell
+    which: labels that disagree with them on most tagged lines name nodes (SRUN_NODE_LABEL).
+    """
 
     SAMPLE = 400
     MIN_SHARE = 0.3
@@ -194,11 +229,27 @@ class Dialect:
         self.seen = 0
         self.hits = {name: 0 for name, fmt in _BY_NAME.items() if fmt.ambiguous}
         self.hosts: set[str] = set()
+        self.numbered = 0  # "[N] " lines whose N is the previous one's plus one
+        self._last_number: int | None = None
+        self.label_is_rank = 0  # "3: [rank3]:"
+        self.label_is_not_rank = 0  # "1: [rank3]:"
 
     def observe(self, line: str) -> None:
         if not line.strip():
             return
         self.seen += 1
+        numbered = _LINE_NUMBER.match(line)
+        if numbered:
+            number = int(numbered[1])
+            if self._last_number is not None and number == self._last_number + 1:
+                self.numbered += 1
+            self._last_number = number
+        tagged = _LABELLED_RANK.match(line)
+        if tagged:
+            if tagged[1] == tagged[2]:
+                self.label_is_rank += 1
+            else:
+                self.label_is_not_rank += 1
         for name in self.hits:
             m = _BY_NAME[name].regex.match(line)
             if m:
@@ -213,6 +264,11 @@ class Dialect:
                   if c / self.seen >= self.MIN_SHARES.get(n, self.MIN_SHARE) and c >= 3}
         if "pdsh-host" in chosen and len(self.hosts) > 64:
             chosen.discard("pdsh-host")
+        if "line-number" in chosen and self.numbered < max(2, self.hits["line-number"] * 0.8 - 1):
+            chosen.discard("line-number")  # the bracketed numbers do not count lines: ranks, perhaps
+        if "srun-label" in chosen and self.label_is_not_rank >= 2 and self.label_is_not_rank > self.label_is_rank:
+            chosen.discard("srun-label")
+            chosen.add(SRUN_NODE_LABEL)
         return frozenset(chosen)
 
 
@@ -223,7 +279,7 @@ class RankCensus:
     printed anything, including ranks whose lines the prefilter skips.
     """
 
-    _GLOBAL = re.compile(rb"\[rank(\d{1,6})\](?::| (?=\S))")
+    _GLOBAL = re.compile(rb"\[rank(?:: )?(\d{1,6})\](?::| (?=\S))")
     _MPI = re.compile(rb"(?m)^\[\d{1,6},(\d{1,6})\]<std")
     _LOCAL = re.compile(rb"(?m)^\[(?!rank\d)[A-Za-z_][\w.-]{0,63}?:?(\d{1,5})\]:")
     _SRUN = re.compile(rb"(?m)^\s{0,4}(\d{1,5}): ")

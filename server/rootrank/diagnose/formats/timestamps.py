@@ -13,6 +13,10 @@ _DAYS_BEFORE_MONTH = (0, 0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334)
 
 _GLOG = re.compile(r"[IWEF](\d{1,2})(\d\d)\s(\d\d):(\d\d):(\d\d(?:\.\d+)?)")
 _ISO = re.compile(r"\d{4}-(\d\d)-(\d\d)[T _](\d\d):(\d\d)(?::(\d\d(?:[.,]\d+)?))?")
+# syslog / journalctl / moreutils `ts` default: "Dec  3 16:40:12" (optionally with fractions of a second).
+_SYSLOG = re.compile(r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s{1,2}(\d{1,2})\s(\d\d):(\d\d):(\d\d(?:\.\d+)?)")
+_MONTHS = {name: i for i, name in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
+                                               "Nov", "Dec"), start=1)}
 # Stamps that can appear anywhere near the start of a message (Python logging, DeepSpeed, HF, elastic table).
 _ANYWHERE = re.compile(r"(?<!\d)\d{4}-\d\d-\d\d[T _]\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?|\b[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d+")
 
@@ -32,6 +36,9 @@ def parse_time(stamp: str) -> float | None:
     if m:
         second = float(m[5].replace(",", ".")) if m[5] else 0.0
         return _seconds(int(m[1]), int(m[2]), int(m[3]), int(m[4]), second)
+    m = _SYSLOG.match(stamp)
+    if m:
+        return _seconds(_MONTHS[m[1]], int(m[2]), int(m[3]), int(m[4]), float(m[5]))
     return None
 
 
