@@ -172,7 +172,10 @@ class InitiatorFinder:
                    f"elsewhere (above this excerpt, in --log-dir/--redirects files, or the error_file)"]
         if why:
             reasons.append(why)
-        return Verdict(rank=rank, cause=reports[0], rule=EXITED_RULE, decided_by="the launcher's exit report only",
+        # A launcher with an entry of its own (Accelerate's CalledProcessError, DeepSpeed's runner) keeps it: its
+        # fix speaks of that launcher; torchrun's generic child-failure line is the worker's nonzero exit.
+        rule = reports[0].rule if reports[0].rule.startswith("launcher.") else EXITED_RULE
+        return Verdict(rank=rank, cause=reports[0], rule=rule, decided_by="the launcher's exit report only",
                        reasons=reasons)
 
     def _from_causes(self, causes: list[Event], units: list[Event]) -> Verdict:
