@@ -5,6 +5,14 @@ The accounting: a storage saved for backward is held unless every save of it hap
 checkpointed scope; a checkpointed scope (the outermost one, when they nest) holds the tensors it was
 called with instead. A region that does not engage (run under no_grad, or reentrant with inputs that do
 not require grad) frees its activations and holds nothing, as torch does. Each storage counts once.
+
+What a checkpointed block is called with depends on how the checkpointing is applied: torch's
+`checkpoint_wrapper` passes the block's call as the model makes it (a KV cache object included), while
+transformers' own call (`activation_checkpointing_enable`, `gradient_checkpointing_enable`) checkpoints the
+layer with the arguments its layer wrapper passes, after it set `use_cache=False` and dropped the cache (the
+probe records these as the block's `call_inputs`). Each configuration is counted the way it would be applied:
+`all-blocks` and the plan by transformers' call when that is the code printed for them, per-block figures by
+the wrapper (one block alone is not something transformers' call can express).
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ def parse_probe(data: dict[str, Any]) -> Probe:
         hf = model.get("hf") or {}
         scopes = tuple(Scope(
             id=int(s["id"]), kind=str(s["kind"]), parents=tuple(s["parents"]), inputs=tuple(s["inputs"]),
+            call_inputs=tuple(s["call_inputs"]) if s.get("call_inputs") is not None else None,
             forward_flops=int(s.get("forward_flops", 0)), block=s.get("block"),
             output_requires_grad=bool(s.get("output_requires_grad", True)),
             reentrant=bool(s.get("reentrant", False)), grad_enabled=bool(s.get("grad_enabled", True)),
@@ -95,9 +104,11 @@ class Accounting:
                 found = scope.block
         return found
 
-    def held(self, checkpointed: Collection[int], hold_inputs: bool = True) -> dict[int, int | None]:
+    def held(self, checkpointed: Collection[int], hold_inputs: bool = True, hf_call: bool = False,
+             ) -> dict[int, int | None]:
         """storage id -> the block it is attributed to (None: outside every block), for the storages
-        held for backward when the scopes `checkpointed` are checkpointed."""
+        held for backward when the scopes `checkpointed` are checkpointed; with `hf_call`, the blocks are
+        checkpointed by transformers' own call and keep what its layer wrapper passes (`call_inputs`)."""
         chosen = set(checkpointed)
         kept: dict[int, int | None] = {}
         for storage in self.probe.storages:
@@ -111,12 +122,13 @@ class Accounting:
                 if not scope.engaged or not chosen.isdisjoint(scope.parents):
                     continue
                 owner = scope.block if scope.kind == "block" else self.block_of(scope.parents)
-                for storage_id in scope.inputs:
+                inputs = scope.call_inputs if hf_call and scope.call_inputs is not None else scope.inputs
+                for storage_id in inputs:
                     kept.setdefault(storage_id, owner)
         return kept
 
-    def total(self, checkpointed: Collection[int], hold_inputs: bool = True) -> int:
-        return sum(self.bytes[s] for s in self.held(checkpointed, hold_inputs))
+    def total(self, checkpointed: Collection[int], hold_inputs: bool = True, hf_call: bool = False) -> int:
+        return sum(self.bytes[s] for s in self.held(checkpointed, hold_inputs, hf_call))
 
     def per_block(self, checkpointed: Collection[int]) -> dict[int | None, int]:
         out: dict[int | None, int] = {}
@@ -171,22 +183,26 @@ def analyze(probe: Probe, subject: str, budget: int | None = None, severities: d
         held_alone[b] = acct.per_block(scopes).get(b, 0)
     recompute = {b: acct.recompute(acct.blocks_scopes([b])) for b in every}
 
-    plan_blocks, fits = choose_plan(acct, savings, recompute, budget)
-    if fits and budget is not None and plan_how(probe, plan_blocks) != "hf":
+    plan_blocks, _ = choose_plan(acct, savings, recompute, budget)
+    if budget is not None and plan_how(probe, plan_blocks) != "hf":
         plan_blocks = prefer_every_n(probe, acct, plan_blocks, budget)
     plan_scopes = acct.blocks_scopes(plan_blocks)
 
-    def config(name: str, scopes: set[int], blocks: Iterable[int]) -> Configuration:
+    def config(name: str, scopes: set[int], blocks: Iterable[int], how: str) -> Configuration:
         flops = acct.recompute(scopes)
-        return Configuration(name, acct.total(scopes), flops, fraction(flops, step), tuple(sorted(blocks)))
+        return Configuration(name, acct.total(scopes, hf_call=how == "hf"), flops, fraction(flops, step),
+                             tuple(sorted(blocks)), how)
 
     states = {b: block_state(acct, b) for b in every}
     configurations = (
-        config("none", set(), ()),
-        config("as-configured", configured, [b for b, s in states.items() if s == "checkpointed"]),
-        config("all-blocks", acct.blocks_scopes(every), every),
-        config("plan", plan_scopes, plan_blocks),
+        config("none", set(), (), "none"),
+        config("as-configured", configured, [b for b, s in states.items() if s == "checkpointed"],
+               "as-configured" if configured else "none"),
+        config("all-blocks", acct.blocks_scopes(every), every, plan_how(probe, every)),
+        config("plan", plan_scopes, plan_blocks, plan_how(probe, plan_blocks)),
     )
+    # the plan's bytes as it is applied (transformers' call keeps less than the wrapper the choice counted)
+    fits = budget is None or configurations[-1].activation_bytes <= budget
     blocks = tuple(BlockReport(
         index=b, name=probe.blocks[b].name, cls=probe.blocks[b].cls,
         activation_bytes=none_blocks.get(b, 0), checkpointed_bytes=held_alone[b], saving_bytes=savings[b],
@@ -238,8 +254,8 @@ def choose_plan(acct: Accounting, savings: dict[int, int], recompute: dict[int, 
 
 
 def prefer_every_n(probe: Probe, acct: Accounting, chosen: list[int], budget: int) -> list[int]:
-    """For a transformers model, every n-th layer (one call: `every_n_layers=n`) instead of the greedy
-    choice when it also fits and recomputes at most a quarter more."""
+    """For a transformers model, every n-th layer (one call: `every_n_layers=n`, counted as that call
+    applies it) instead of the greedy choice when it fits and recomputes at most a quarter more."""
     count = len(probe.blocks)
     if not (probe.hf_supported and probe.hf_enable == "activation_checkpointing_enable"
             and all(b.hf_flag is not None for b in probe.blocks)):
@@ -248,7 +264,7 @@ def prefer_every_n(probe: Probe, acct: Accounting, chosen: list[int], budget: in
     for n in range(count, 0, -1):
         layers = list(range(0, count, n))
         scopes = acct.blocks_scopes(layers)
-        if acct.total(scopes) <= budget and acct.recompute(scopes) <= limit:
+        if acct.total(scopes, hf_call=True) <= budget and acct.recompute(scopes) <= limit:
             return layers
     return chosen
 
