@@ -588,7 +588,8 @@ def measure(request: dict[str, Any]) -> dict[str, Any]:
         hf = {"supports": bool(getattr(model, "supports_gradient_checkpointing", False)),
               "flag_set": any(bool(getattr(m, "gradient_checkpointing", False)) for m in model.modules()),
               "enable": "activation_checkpointing_enable" if hasattr(model, "activation_checkpointing_enable")
-              else "gradient_checkpointing_enable"}
+              else "gradient_checkpointing_enable",
+              "use_cache": bool(getattr(getattr(model, "config", None), "use_cache", False))}
     result: dict[str, Any] = {
         "protocol": PROTOCOL,
         "python": sys.executable,

@@ -30,8 +30,8 @@ class Scope:
     kind: str  # "block" | "region"
     parents: tuple[int, ...]  # the scopes active when it started, outermost first
     inputs: tuple[int, ...]  # storage ids of the tensors it was called with
-    # a block transformers can checkpoint (its layer wrapper): the storage ids its own checkpoint call would
-    # keep, the keyword arguments as that wrapper edits them (no KV cache); None for any other scope
+    # a transformers layer: the storage ids transformers' own checkpoint call would keep (the keyword arguments
+    # as its layer wrapper edits them: no KV cache); None for any other scope
     call_inputs: tuple[int, ...] | None = None
     forward_flops: int = 0
     block: int | None = None  # block index, for a block scope
@@ -92,6 +92,7 @@ class Probe:
     hf_supported: bool | None  # None: not a transformers model
     hf_flag: bool
     hf_enable: str
+    hf_use_cache: bool  # the transformers config's use_cache: the model builds a KV cache in training
     batch: tuple[str, ...]
     detection: str
     blocks: tuple[Block, ...]
