@@ -10,7 +10,10 @@ What it measures is facts, not configurations: one forward with every checkpoint
 pass-through versions while it runs), under `saved_tensors_hooks` that record each storage saved for
 backward once (parameters, buffers and the example batch excluded: they are held either way) together
 with the scopes (blocks, checkpoint regions) active when it was saved, and the tensors each scope takes
-as inputs. A second forward+backward under `FlopCounterMode` gives the FLOPs per scope and of the step.
+as inputs. For a transformers layer it also records what transformers' own checkpointing would keep: the
+arguments its layer wrapper passes to the checkpoint function (KV cache dropped), found by running the
+wrapper with a checkpoint function that records them and computes nothing (`transformers_call`).
+A second forward+backward under `FlopCounterMode` gives the FLOPs per scope and of the step.
 From these records the engine computes the activation memory of any set of checkpointed scopes.
 """
 
