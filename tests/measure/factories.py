@@ -60,6 +60,20 @@ def llama_checkpointed() -> tuple[nn.Module, Any]:
     return model, batch
 
 
+def llama_checkpointed_every_second() -> tuple[nn.Module, Any]:
+    """Every second layer checkpointed with transformers' own call (`every_n_layers=2`)."""
+    model, batch = _llama()
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False}, every_n_layers=2)
+    return model, batch
+
+
+def llama_gradient_checkpointed() -> tuple[nn.Module, Any]:
+    """Every layer checkpointed with the call every transformers release has (deprecated alias on 5.23+)."""
+    model, batch = _llama()
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return model, batch
+
+
 def llama_checkpointed_eval() -> tuple[nn.Module, Any]:
     """transformers' flag set, but the model left in eval mode: checkpointing never engages."""
     model, batch = llama_checkpointed()

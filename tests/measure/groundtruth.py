@@ -101,6 +101,8 @@ def clean(model: torch.nn.Module) -> torch.nn.Module:
             sub.mode = "none"
     if getattr(model, "is_activation_checkpointing", False):
         model.activation_checkpointing_disable()
+    elif not hasattr(model, "is_activation_checkpointing") and getattr(model, "is_gradient_checkpointing", False):
+        model.gradient_checkpointing_disable()  # transformers < 5.23
     return model
 
 

@@ -77,3 +77,15 @@ def test_sizes_and_names() -> None:
     assert _names_expression(["model.layers.1"]) == '(f"model.layers.{i}" for i in (1,))'
     assert _names_expression(["a", "b.c"]) == "('a', 'b.c')"
     assert every_n([0, 2, 4], 6) == 2 and every_n([0, 1], 6) is None
+
+
+def test_a_transformers_layer_keeps_what_transformers_call_passes_it() -> None:
+    # block 1 is called with storage 0 (hidden states) and a KV cache holding storage 5; transformers' layer
+    # wrapper drops the cache (call_inputs): checkpointing the block keeps storage 0 only
+    scopes = [SCOPES[0], dict(SCOPES[1], inputs=[0, 5], call_inputs=[0]), SCOPES[2]]
+    storages = [*STORAGES, {"id": 5, "bytes": 64, "saves": [[1]]}]
+    acct = Accounting(parse_probe(probe(scopes, storages)))
+    assert acct.total([]) == 957 + 64
+    assert acct.total([1]) == 100 + 500 + 7
+    plain = Accounting(parse_probe(probe([SCOPES[0], dict(SCOPES[1], inputs=[0, 5]), SCOPES[2]], storages)))
+    assert plain.total([1]) == 100 + 500 + 7 + 64

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from rootrank.measure import MeasureError, Measurement, MeasureRequest, measure
+from rootrank.measure.analysis import Accounting, plan_code
 from tests.heavy import require_installed
 
 HERE = Path(__file__).resolve().parent
@@ -30,9 +31,9 @@ def _torch() -> None:
     require_installed("transformers")
 
 
-def real_step(factory: str, **config: Any) -> tuple[int, int]:
+def real_step(factory: str, python: str = sys.executable, **config: Any) -> tuple[int, int]:
     """(bytes held for backward, the profiler's bytes) of a real CPU step, in a child process."""
-    done = subprocess.run([sys.executable, str(HERE / "groundtruth.py"), factory, json.dumps(config)],
+    done = subprocess.run([python, str(HERE / "groundtruth.py"), factory, json.dumps(config)],
                           capture_output=True, text=True, timeout=600, cwd=HERE)
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads(done.stdout.strip().splitlines()[-1])
@@ -45,7 +46,21 @@ def measured(factory: str, device: str = "cpu", budget: int | None = None) -> Me
     return measure(request, python=sys.executable, budget=budget)
 
 
-GROUND_TRUTH = ["mlp_sequential", "tiny_llama", "checkpointed_small_layer"]
+# the transformers models: nothing checkpointed, every layer and every second layer checkpointed by
+# transformers' own call (configured through it, and their all-blocks and plans applied through it)
+GROUND_TRUTH = ["mlp_sequential", "tiny_llama", "checkpointed_small_layer", "llama_checkpointed", "llama_gradient_checkpointed",
+                "llama_checkpointed_every_second"]
+
+
+def applied(m: Measurement, name: str) -> dict[str, Any]:
+    """How groundtruth.py applies a configuration: the way the measurement says it is applied
+    (`Configuration.how`), with the code it would print for it."""
+    configuration = m.configuration(name)
+    if configuration.how in ("none", "as-configured"):
+        return {"configure": configuration.how}
+    if configuration.how == "apply_activation_checkpointing" and name == "all-blocks":
+        return {"configure": "blocks", "names": [b.name for b in m.blocks]}  # torch's wrapper, not our code
+    return {"configure": "code", "code": plan_code(m.probe, Accounting(m.probe), configuration.blocks, None)}
 
 
 @pytest.mark.parametrize("factory", GROUND_TRUTH)
@@ -56,12 +71,14 @@ def test_predictions_equal_real_steps(factory: str) -> None:
     m = measured(factory, budget=budget)
     assert m.plan.fits and 0 < len(m.plan.blocks) < len(m.blocks)
     assert m.configuration("plan").activation_bytes <= budget
+    assert m.plan.code == applied(m, "plan").get("code", m.plan.code)
+    hf = m.probe.hf_supported is not None
+    assert [m.configuration(c).how == "hf" for c in ("all-blocks", "plan")] == [hf, hf and m.plan.how == "hf"]
 
-    names = [b.name for b in m.blocks]
     runs = {
         "as-configured": real_step(factory, configure="as-configured"),
         "none": real_step(factory, configure="none"),
-        "all-blocks": real_step(factory, configure="blocks", names=names),
+        "all-blocks": real_step(factory, **applied(m, "all-blocks")),
         "plan": real_step(factory, configure="code", code=m.plan.code),
     }
     for name, (held, profiled) in runs.items():
@@ -76,10 +93,9 @@ def test_hf_plan_checkpoints_every_n_layers() -> None:
     """The plan for a transformers model whose installed release has the enable call's `every_n_layers`
     (transformers.every-n-layers; the probe sees the `activation_checkpointing_enable` name, 5.23+) is one
     `activation_checkpointing_enable(..., every_n_layers=n)` call when every n-th layer fits the budget, and
-    that call, run for real, keeps within the budget. (Its bytes are not predicted exactly: the accounting is
-    that of `apply_activation_checkpointing` on the same layers, which a real step matches to the byte
-    (1,490,948 on transformers 5.24.0), while transformers' own call holds 32 KiB less per checkpointed layer
-    here (1,425,412; all four layers: 370,692 against 501,764), so the prediction errs on the safe side.)"""
+    its bytes are what that call, run for real, holds: transformers' layer wrapper drops the KV cache from
+    the checkpoint's arguments, which torch's `checkpoint_wrapper` on the same layers keeps
+    (tests/measure/evidence/hf_call_vs_wrapper.py: 1,425,412 against 1,490,948 bytes on 5.24.0)."""
     first = measured("tiny_llama")
     none, all_blocks = first.configuration("none").activation_bytes, first.configuration("all-blocks").activation_bytes
     m = measured("tiny_llama", budget=int(all_blocks + (none - all_blocks) * 0.6))
@@ -90,7 +106,34 @@ def test_hf_plan_checkpoints_every_n_layers() -> None:
     assert n > 1 and list(m.plan.blocks) == list(range(0, len(m.blocks), n)), m.plan.blocks
     assert f"every_n_layers={n})" in m.plan.code, m.plan.code
     held, _ = real_step("tiny_llama", configure="code", code=m.plan.code)
-    assert m.plan.fits and held <= m.configuration("plan").activation_bytes <= (m.plan.budget_bytes or 0), held
+    assert m.plan.fits and held == m.configuration("plan").activation_bytes <= (m.plan.budget_bytes or 0)
+    # the same layers under torch's wrapper, the cache left on, keep the KV cache alive: hence the wrapper's
+    # code for a transformers model turns it off (its plans are checked in test_predictions_equal_real_steps)
+    wrapped, _ = real_step("tiny_llama", configure="blocks", names=[m.blocks[b].name for b in m.plan.blocks])
+    assert wrapped > held
+
+
+TRANSFORMERS4 = HERE.parent.parent / ".venv-tf457" / "bin" / "python"
+
+
+def test_transformers4_checkpointed_by_its_call() -> None:
+    """On transformers 4.57 (its layer wrapper overrides `__call__` and edits the keywords before the layer's
+    hooks run) a Llama checkpointed by `gradient_checkpointing_enable()`: as configured, every block and the
+    plan are what real steps hold. Not `none`: with the flag set the model runs without a KV cache, and 4.57
+    then passes a materialized causal mask to SDPA, which saves more than its causal kernel does without one
+    (2,741,764 against 2,479,620 bytes on the tiny Llama); the measured forward is the cache-less one."""
+    if not TRANSFORMERS4.exists():
+        pytest.skip(f"{TRANSFORMERS4} is missing (scripts/matrix-env.sh makes it)")
+    request = MeasureRequest(target="factories:llama_gradient_checkpointed", device="cpu", cwd=str(HERE))
+    first = measure(request, python=str(TRANSFORMERS4))
+    assert first.probe.transformers and first.probe.transformers.startswith("4.")
+    none, all_blocks = first.configuration("none").activation_bytes, first.configuration("all-blocks").activation_bytes
+    m = measure(request, python=str(TRANSFORMERS4), budget=(none + all_blocks) // 2)
+    assert m.plan.fits and 0 < len(m.plan.blocks) < len(m.blocks)
+    assert m.configuration("all-blocks").how == "hf" and "gradient_checkpointing_enable(" in applied(m, "all-blocks")["code"]
+    for name in ("as-configured", "all-blocks", "plan"):
+        held, _ = real_step("llama_gradient_checkpointed", str(TRANSFORMERS4), **applied(m, name))
+        assert m.configuration(name).activation_bytes == held, (name, m.configuration(name).activation_bytes, held)
 
 
 def test_recompute_flops_are_the_blocks_forward() -> None:

@@ -5,6 +5,13 @@ The accounting: a storage saved for backward is held unless every save of it hap
 checkpointed scope; a checkpointed scope (the outermost one, when they nest) holds the tensors it was
 called with instead. A region that does not engage (run under no_grad, or reentrant with inputs that do
 not require grad) frees its activations and holds nothing, as torch does. Each storage counts once.
+
+A checkpointed transformers layer holds what transformers' own call (`activation_checkpointing_enable`,
+`gradient_checkpointing_enable`) passes to its checkpoint: its layer wrapper sets `use_cache=False` and drops
+the KV cache first (the probe records these arguments as the block's `call_inputs`), and the model creates no
+cache. torch's `checkpoint_wrapper` on the same layer would keep the model's KV cache alive (every layer's
+keys and values), so the code printed for it on a transformers model turns the cache off too
+(`model.config.use_cache = False`), and block configurations are counted with `call_inputs` either way.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ def parse_probe(data: dict[str, Any]) -> Probe:
         hf = model.get("hf") or {}
         scopes = tuple(Scope(
             id=int(s["id"]), kind=str(s["kind"]), parents=tuple(s["parents"]), inputs=tuple(s["inputs"]),
+            call_inputs=tuple(s["call_inputs"]) if s.get("call_inputs") is not None else None,
             forward_flops=int(s.get("forward_flops", 0)), block=s.get("block"),
             output_requires_grad=bool(s.get("output_requires_grad", True)),
             reentrant=bool(s.get("reentrant", False)), grad_enabled=bool(s.get("grad_enabled", True)),
@@ -57,6 +65,7 @@ def parse_probe(data: dict[str, Any]) -> Probe:
             dtype=model.get("dtype"), attention=model.get("attention"),
             hf_supported=hf.get("supports") if hf else None, hf_flag=bool(hf.get("flag_set", False)),
             hf_enable=str(hf.get("enable", "")),
+            hf_use_cache=bool(hf.get("use_cache", False)),
             batch=tuple(f"{b['dtype']}[{', '.join(str(d) for d in b['shape'])}]" for b in data.get("batch", [])),
             detection=str(data["detection"]),
             blocks=tuple(Block(index=int(b["index"]), name=str(b["name"]), cls=str(b["class"]),
@@ -97,7 +106,8 @@ class Accounting:
 
     def held(self, checkpointed: Collection[int], hold_inputs: bool = True) -> dict[int, int | None]:
         """storage id -> the block it is attributed to (None: outside every block), for the storages
-        held for backward when the scopes `checkpointed` are checkpointed."""
+        held for backward when the scopes `checkpointed` are checkpointed (a transformers layer keeping
+        what transformers' own call passes it, `call_inputs`)."""
         chosen = set(checkpointed)
         kept: dict[int, int | None] = {}
         for storage in self.probe.storages:
@@ -111,7 +121,8 @@ class Accounting:
                 if not scope.engaged or not chosen.isdisjoint(scope.parents):
                     continue
                 owner = scope.block if scope.kind == "block" else self.block_of(scope.parents)
-                for storage_id in scope.inputs:
+                inputs = scope.call_inputs if scope.call_inputs is not None else scope.inputs
+                for storage_id in inputs:
                     kept.setdefault(storage_id, owner)
         return kept
 
@@ -171,22 +182,25 @@ def analyze(probe: Probe, subject: str, budget: int | None = None, severities: d
         held_alone[b] = acct.per_block(scopes).get(b, 0)
     recompute = {b: acct.recompute(acct.blocks_scopes([b])) for b in every}
 
-    plan_blocks, fits = choose_plan(acct, savings, recompute, budget)
-    if fits and budget is not None and plan_how(probe, plan_blocks) != "hf":
+    plan_blocks, _ = choose_plan(acct, savings, recompute, budget)
+    if budget is not None and plan_how(probe, plan_blocks) != "hf":
         plan_blocks = prefer_every_n(probe, acct, plan_blocks, budget)
     plan_scopes = acct.blocks_scopes(plan_blocks)
 
-    def config(name: str, scopes: set[int], blocks: Iterable[int]) -> Configuration:
+    def config(name: str, scopes: set[int], blocks: Iterable[int], how: str) -> Configuration:
         flops = acct.recompute(scopes)
-        return Configuration(name, acct.total(scopes), flops, fraction(flops, step), tuple(sorted(blocks)))
+        return Configuration(name, acct.total(scopes), flops, fraction(flops, step),
+                             tuple(sorted(blocks)), how)
 
     states = {b: block_state(acct, b) for b in every}
     configurations = (
-        config("none", set(), ()),
-        config("as-configured", configured, [b for b, s in states.items() if s == "checkpointed"]),
-        config("all-blocks", acct.blocks_scopes(every), every),
-        config("plan", plan_scopes, plan_blocks),
+        config("none", set(), (), "none"),
+        config("as-configured", configured, [b for b, s in states.items() if s == "checkpointed"],
+               "as-configured" if configured else "none"),
+        config("all-blocks", acct.blocks_scopes(every), every, plan_how(probe, every)),
+        config("plan", plan_scopes, plan_blocks, plan_how(probe, plan_blocks)),
     )
+    fits = budget is None or configurations[-1].activation_bytes <= budget  # every_n_layers may fit where greedy did not
     blocks = tuple(BlockReport(
         index=b, name=probe.blocks[b].name, cls=probe.blocks[b].cls,
         activation_bytes=none_blocks.get(b, 0), checkpointed_bytes=held_alone[b], saving_bytes=savings[b],
@@ -194,7 +208,7 @@ def analyze(probe: Probe, subject: str, budget: int | None = None, severities: d
         recompute_flops=recompute[b], recompute_fraction=fraction(recompute[b], step), in_plan=b in plan_blocks,
     ) for b in every)
     regions = region_reports(acct, configured)
-    plan = Plan(tuple(sorted(plan_blocks)), budget, fits, plan_code(probe, acct, plan_blocks, budget, savings, recompute),
+    plan = Plan(tuple(sorted(plan_blocks)), budget, fits, plan_code(probe, acct, plan_blocks, budget),
                 plan_how(probe, plan_blocks))
     measurement = Measurement(probe=probe, subject=subject, blocks=blocks, regions=regions,
                               configurations=configurations, plan=plan, findings=(),
@@ -239,7 +253,7 @@ def choose_plan(acct: Accounting, savings: dict[int, int], recompute: dict[int, 
 
 def prefer_every_n(probe: Probe, acct: Accounting, chosen: list[int], budget: int) -> list[int]:
     """For a transformers model, every n-th layer (one call: `every_n_layers=n`) instead of the greedy
-    choice when it also fits and recomputes at most a quarter more."""
+    choice when it fits and recomputes at most a quarter more."""
     count = len(probe.blocks)
     if not (probe.hf_supported and probe.hf_enable == "activation_checkpointing_enable"
             and all(b.hf_flag is not None for b in probe.blocks)):
@@ -285,9 +299,9 @@ def _names_expression(names: list[str]) -> str:
     return "(" + ", ".join(repr(n) for n in names) + ("," if len(names) == 1 else "") + ")"
 
 
-def plan_code(probe: Probe, acct: Accounting, blocks: Collection[int], budget: int | None,
-              savings: dict[int, int], recompute: dict[int, int]) -> str:
-    """The code that applies the plan to `model`, removing the current checkpointing first."""
+def plan_code(probe: Probe, acct: Accounting, blocks: Collection[int], budget: int | None) -> str:
+    """The code that checkpoints `blocks` of `model` (the plan's, or any configuration's) the way
+    `plan_how` says, removing the current checkpointing first."""
     if not blocks:
         return "# nothing to checkpoint: the activations already fit" if budget is not None else ""
     lines: list[str] = []
@@ -324,6 +338,10 @@ def plan_code(probe: Probe, acct: Accounting, blocks: Collection[int], budget: i
         "    check_fn=lambda module: module in blocks,",
         ")",
     ]
+    if probe.hf_use_cache:
+        # as transformers' own call does: a checkpointed layer would keep the model's KV cache (every layer's
+        # keys and values) alive until backward, and training never reads it
+        lines.append("model.config.use_cache = False  # else each checkpoint keeps the KV cache alive")
     return "\n".join(lines)
 
 

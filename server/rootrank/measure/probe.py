@@ -10,7 +10,10 @@ What it measures is facts, not configurations: one forward with every checkpoint
 pass-through versions while it runs), under `saved_tensors_hooks` that record each storage saved for
 backward once (parameters, buffers and the example batch excluded: they are held either way) together
 with the scopes (blocks, checkpoint regions) active when it was saved, and the tensors each scope takes
-as inputs. A second forward+backward under `FlopCounterMode` gives the FLOPs per scope and of the step.
+as inputs. For a transformers layer it also records what transformers' own checkpointing would keep: the
+arguments its layer wrapper passes to the checkpoint function (KV cache dropped), found by running the
+wrapper with a checkpoint function that records them and computes nothing (`transformers_call`).
+A second forward+backward under `FlopCounterMode` gives the FLOPs per scope and of the step.
 From these records the engine computes the activation memory of any set of checkpointed scopes.
 """
 
@@ -396,15 +399,80 @@ def _leaves(tree: Any) -> list[Any]:
     return tree_leaves(tree)
 
 
+class _CallCapturedError(Exception):
+    """Raised by the capturing checkpoint function: transformers' wrapper got as far as its checkpoint call."""
+
+    def __init__(self, function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        super().__init__("captured")
+        self.function, self.args, self.kwargs = function, args, kwargs
+
+
+class _ComputeReachedError(Exception):
+    """Raised when the dry call would run a tensor op: the layer's own code was reached, not its wrapper's call."""
+
+
+def transformers_call(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _CallCapturedError | None:
+    """What transformers' own checkpointing of this layer (its `gradient_checkpointing` flag, set by
+    `activation_checkpointing_enable` / `gradient_checkpointing_enable`) passes to its checkpoint function for
+    this call: the layer's wrapper (a wrapped `forward` on transformers 5, an overridden `__call__` on 4.x) is
+    run with the flag set and a checkpoint function that records its arguments and stops, so nothing is
+    computed. The wrapper edits the keyword arguments first (`use_cache=False`, the KV cache dropped), so
+    these, not the layer's call as the model makes it, are what such a checkpoint keeps. None when the layer
+    has no such wrapper, or transformers would not checkpoint it here (eval mode, no grad)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    if not isinstance(getattr(module, "gradient_checkpointing", None), bool) or not module.training \
+            or not torch.is_grad_enabled():
+        return None
+
+    def capture(function: Any, *call_args: Any, **call_kwargs: Any) -> Any:
+        raise _CallCapturedError(function, call_args, call_kwargs)
+
+    class NoCompute(TorchDispatchMode):
+        # a layer whose wrapper does not route to the checkpoint function would run for real: stop at its first op
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            raise _ComputeReachedError(str(func))
+
+    cls = type(module)
+    entry = cls.__call__ if cls.__call__ is not torch.nn.Module.__call__ else cls.forward
+    names = ("gradient_checkpointing", "_gradient_checkpointing_func")
+    saved = {n: module.__dict__[n] for n in names if n in module.__dict__}
+    module.gradient_checkpointing, module._gradient_checkpointing_func = True, capture
+    try:
+        with NoCompute():
+            entry(module, *args, **kwargs)
+    except _CallCapturedError as captured:
+        return captured
+    except _ComputeReachedError:
+        return None
+    finally:
+        for n in names:
+            if n in saved:
+                setattr(module, n, saved[n])
+            else:
+                delattr(module, n)
+    return None
+
+
 @contextlib.contextmanager
-def block_scopes(rec: Recorder, blocks: list[tuple[str, Any]]) -> Any:
+def block_scopes(rec: Recorder, blocks: list[tuple[str, Any]], call_inputs: bool = False) -> Any:
+    """A scope per block call, with the tensors it is called with; with `call_inputs`, also those that
+    transformers' own checkpointing of the block would keep (`transformers_call`)."""
     import torch
 
     handles = []
     open_scopes: dict[int, list[Any]] = {}
     for index, (name, module) in enumerate(blocks):
         def pre(module: Any, args: Any, kwargs: Any, index: int = index, name: str = name) -> None:
-            scope = rec.scope({"kind": "block", "block": index, "inputs": rec.inputs(args, kwargs)})
+            record: dict[str, Any] = {"kind": "block", "block": index, "inputs": rec.inputs(args, kwargs)}
+            call = transformers_call(_unwrapped(module), args, kwargs) if call_inputs else None
+            if call is not None:
+                held: tuple[Any, ...] = (call.args, call.kwargs)
+                if isinstance(call.function, functools.partial):
+                    held += (call.function.args, call.function.keywords)
+                record["call_inputs"] = rec.inputs(*held)
+            scope = rec.scope(record)
             scope.__enter__()
             open_scopes.setdefault(index, []).append(scope)
 
@@ -484,7 +552,7 @@ def measure(request: dict[str, Any]) -> dict[str, Any]:
     # 1. memory: what is saved for backward, and where
     rec = Recorder(excluded)
     rec.on_block_done = progress("activations")
-    with plain_checkpoints(rec, names), block_scopes(rec, blocks), \
+    with plain_checkpoints(rec, names), block_scopes(rec, blocks, call_inputs=True), \
             torch.autograd.graph.saved_tensors_hooks(rec.pack, lambda t: t):
         loss = run_forward(model, batch)
     rec.resolve_objects()
@@ -523,7 +591,8 @@ def measure(request: dict[str, Any]) -> dict[str, Any]:
         hf = {"supports": bool(getattr(model, "supports_gradient_checkpointing", False)),
               "flag_set": any(bool(getattr(m, "gradient_checkpointing", False)) for m in model.modules()),
               "enable": "activation_checkpointing_enable" if hasattr(model, "activation_checkpointing_enable")
-              else "gradient_checkpointing_enable"}
+              else "gradient_checkpointing_enable",
+              "use_cache": bool(getattr(getattr(model, "config", None), "use_cache", False))}
     result: dict[str, Any] = {
         "protocol": PROTOCOL,
         "python": sys.executable,

@@ -30,6 +30,9 @@ class Scope:
     kind: str  # "block" | "region"
     parents: tuple[int, ...]  # the scopes active when it started, outermost first
     inputs: tuple[int, ...]  # storage ids of the tensors it was called with
+    # a transformers layer: the storage ids transformers' own checkpoint call would keep (the keyword arguments
+    # as its layer wrapper edits them: no KV cache); None for any other scope
+    call_inputs: tuple[int, ...] | None = None
     forward_flops: int = 0
     block: int | None = None  # block index, for a block scope
     output_requires_grad: bool = True
@@ -89,6 +92,7 @@ class Probe:
     hf_supported: bool | None  # None: not a transformers model
     hf_flag: bool
     hf_enable: str
+    hf_use_cache: bool  # the transformers config's use_cache: the model builds a KV cache in training
     batch: tuple[str, ...]
     detection: str
     blocks: tuple[Block, ...]
@@ -109,6 +113,9 @@ class Configuration:
     recompute_flops: int
     recompute_fraction: float
     blocks: tuple[int, ...]  # blocks fully checkpointed under it
+    # how its bytes are counted, as it would be applied: "hf" (transformers' enable call), "apply_activation_checkpointing"
+    # (torch's wrapper on the blocks), "as-configured" (the checkpoint calls the code makes), "none"
+    how: str = "none"
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,8 @@ def measurement_to_json(m: Measurement) -> dict[str, Any]:
         "other_bytes": m.other_bytes,
         "regions": [plain(r) for r in m.regions],
         "configurations": {c.name: {"activation_bytes": c.activation_bytes, "recompute_flops": c.recompute_flops,
-                                    "recompute_fraction": round(c.recompute_fraction, 6), "blocks": list(c.blocks)}
+                                    "recompute_fraction": round(c.recompute_fraction, 6), "blocks": list(c.blocks),
+                                    "how": c.how}
                            for c in m.configurations},
         "plan": {"blocks": [m.blocks[b].name for b in m.plan.blocks], "budget_bytes": m.plan.budget_bytes,
                  "fits": m.plan.fits, "how": m.plan.how, "code": m.plan.code},
@@ -102,7 +103,8 @@ def _configuration_lines(m: Measurement) -> list[list[str]]:
     for c in m.configurations:
         out.append([CONFIG_LABELS[c.name], human_bytes(c.activation_bytes),
                     f"{fraction(c.activation_bytes, none):.0%}", f"{human_flops(c.recompute_flops)} "
-                    f"(+{c.recompute_fraction:.1%} of the step)", f"{len(c.blocks)} of {len(m.blocks)} blocks"])
+                    f"(+{c.recompute_fraction:.1%} of the step)", f"{len(c.blocks)} of {len(m.blocks)} blocks"
+                    + (" (transformers' call)" if c.how == "hf" else "")])
     return out
 
 
