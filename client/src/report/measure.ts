@@ -11,7 +11,7 @@ export interface MeasureBlock {
   saving_bytes: number; configured_bytes: number; configured: string; recompute_flops: number;
   recompute_fraction: number; in_plan: boolean;
 }
-export interface MeasureConfiguration { activation_bytes: number; recompute_flops: number; recompute_fraction: number; blocks: number[] }
+export interface MeasureConfiguration { activation_bytes: number; recompute_flops: number; recompute_fraction: number; blocks: number[]; how?: string }
 export interface MeasureResult {
   schema: string;
   subject: string;
@@ -41,6 +41,8 @@ export function humanBytes(value: number): string {
   return i === 0 ? `${v.toFixed(0)} B` : `${v.toFixed(2)} ${units[i]}`;
 }
 
+/** How a configuration is applied (and so counted): the server's `how` field. */
+const HOW: Record<string, string> = { 'hf': "transformers' enable call", 'apply_activation_checkpointing': 'apply_activation_checkpointing', 'as-configured': "the user's code", 'none': '' };
 const LABELS: Record<string, string> = { 'none': 'no checkpointing', 'as-configured': 'as configured (today)', 'all-blocks': 'every block', 'plan': 'plan' };
 
 /** One SVG row per block: the bar without checkpointing, and over it the bar as configured. */
@@ -76,7 +78,8 @@ export function renderConfigurations(r: MeasureResult): string {
     const width = Math.max(1, Math.round(300 * c.activation_bytes / none));
     return `<tr data-config="${name}"><th>${LABELS[name]}</th><td>${humanBytes(c.activation_bytes)}</td>` +
       `<td><svg width="300" height="12"><rect x="0" y="1" width="${width}" height="10" class="cfg ${name}"/></svg></td>` +
-      `<td>+${(100 * c.recompute_fraction).toFixed(1)}% FLOPs</td><td>${c.blocks.length} of ${r.blocks.length} blocks</td></tr>`;
+      `<td>+${(100 * c.recompute_fraction).toFixed(1)}% FLOPs</td><td>${c.blocks.length} of ${r.blocks.length} blocks</td>` +
+      `<td>${c.how ? escapeHtml(HOW[c.how] ?? c.how) : ''}</td></tr>`;
   });
   return `<table class="configs">${rows.join('')}</table>`;
 }
