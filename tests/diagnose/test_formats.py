@@ -38,6 +38,8 @@ from rootrank.diagnose.formats.timestamps import find_time, parse_time
         # journalctl's short format (a unit's stdout) and moreutils `ts` (default "%b %d %H:%M:%S").
         ("Dec 03 16:35:53 node-b torchrun[10207]: [rank2]: RuntimeError: boom", 2, None, "node-b", "RuntimeError: boom"),
         ("Dec 03 16:35:53 [rank1]: Traceback (most recent call last):", 1, None, None, "Traceback (most recent call last):"),
+        # kubectl logs --prefix (format of kubectl's logs command: "[pod/<pod>/<container>] ").
+        ("[pod/trainjob-worker-1/pytorch] [rank2]: RuntimeError: boom", 2, None, "trainjob-worker-1", "RuntimeError: boom"),
         ("plain text line", None, None, None, "plain text line"),
     ],
 )

@@ -157,3 +157,31 @@ def test_a_first_exit_on_another_host_does_not_pick_a_rank_on_the_faulty_one() -
     assert root is not None
     assert (root.rule, root.host, root.rank) == ("hardware.xid-memory-ecc", "gpu-b", None)
     assert sorted(c.rank for c in d.candidates) == [2, 3]
+
+
+def test_a_pid_the_message_names_is_the_rank_with_that_pid_in_its_prefix() -> None:
+    # Ray's memory monitor names the worker it killed by pid; the workers' prefixes tie pids to ranks.
+    lines = [f"(RayTrainWorker pid={9660 + r}, ip=10.0.0.{2 + r // 2}) [RANK {r}] step 0 mse=61.310" for r in range(4)]
+    lines += [f"(RayTrainWorker pid=9663, ip=10.0.0.3) [rank3]: {TIMEOUT}",
+              "Memory on the node (IP: 10.0.0.3, ID: fc2befb2867ce88e73a8a45572c43a640751ae1f2b5e15bd8315f293) where "
+              "the task (actor ID: f9cc340f5aef7b479d86345001000000, name=RayTrainWorker.__init__, pid=9662, memory "
+              "used=2.22GB) was running was 59.49GB / 62.58GB (0.950744), which exceeds the memory usage threshold of 0.95."]
+    d = diagnose_text("\n".join(lines))
+    root = d.root_cause
+    assert root is not None
+    assert (root.rule, root.host, root.rank) == ("ray.oom-killed", "10.0.0.3", 2)
+    assert "pid 9662 is rank 2" in root.why
+
+
+def test_a_pid_of_a_rank_on_another_host_is_not_taken() -> None:
+    # pids repeat across machines: the NCCL prefix's pid is rank 0's on gpu-a, but the error is gpu-b's.
+    hosts = {0: "gpu-a", 1: "gpu-a", 2: "gpu-b", 3: "gpu-b"}
+    lines = [*_steps(hosts), "gpu-a: (pid=3468) [rank0]: step", _pdsh("gpu-a", 0, TIMEOUT), _pdsh("gpu-a", 1, TIMEOUT),
+             _pdsh("gpu-b", 3, TIMEOUT),
+             "gpu-b: gpu-b:3468:3905 [0] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+             "10.216.210.236<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv)"]
+    d = diagnose_text("\n".join(lines))
+    root = d.root_cause
+    assert root is not None
+    assert (root.rule, root.host) == ("network.ib-completion-error", "gpu-b")
+    assert root.rank == 2  # the rank on gpu-b that reported no timeout, not rank 0 of gpu-a's pid

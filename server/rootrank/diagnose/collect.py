@@ -49,6 +49,9 @@ class Collected:
     ranks_seen: set[int] = field(default_factory=set)
     local_ranks_seen: set[int] = field(default_factory=set)
     hosts: dict[int, str] = field(default_factory=dict)
+    # pid -> rank, from lines whose prefixes name both (Ray's "(RayTrainWorker pid=835, ip=...) [rank1]: ...");
+    # a pid seen with two ranks maps to None (the prefix's pid was not the rank's process).
+    pid_ranks: dict[int, int | None] = field(default_factory=dict)
     stacks: set[str] = field(default_factory=set)
     lines: int = 0  # physical lines of all sources (set by the pipeline)
     sources: list[str] = field(default_factory=list)
@@ -81,6 +84,10 @@ class EventCollector:
             out.ranks_seen.add(line.rank)
             if line.host and line.rank not in out.hosts:
                 out.hosts[line.rank] = line.host
+            if line.pid is not None and out.pid_ranks.get(line.pid, line.rank) != line.rank:
+                out.pid_ranks[line.pid] = None
+            elif line.pid is not None:
+                out.pid_ranks[line.pid] = line.rank
         elif line.local_rank is not None and not line.quoted:
             out.local_ranks_seen.add(line.local_rank)
         if "/" in line.raw or "(" in line.raw:

@@ -45,13 +45,17 @@ LAUNCHER_PATTERN_PREFIXES = ("elastic-", "spawn-", "deepspeed-minus", "calledpro
 
 # Entries whose evidence is about a machine rather than a process: what they report stops every rank
 # on that host, so they outrank what the ranks on other hosts print afterwards.
-HOST_LEVEL_CATEGORIES = {"hardware"}
-HOST_LEVEL_RULES = {"infra.slurm-node-failure", "infra.k8s-node-not-ready", "ray.node-dead"}
+# The fabric's errors (an InfiniBand completion error, a failed verbs call, EFA/UCX) are about the host's
+# adapter or link: they stop the ranks there first. A container's OOM kill and Ray's memory monitor name the
+# pod or node whose memory ran out.
+HOST_LEVEL_CATEGORIES = {"hardware", "network"}
+HOST_LEVEL_RULES = {"infra.slurm-node-failure", "infra.k8s-node-not-ready", "ray.node-dead", "memory.container-oom",
+                    "ray.oom-killed"}
 PROCESS_LEVEL_RULES = {"hardware.cuda-kernel-fault"}  # printed by the rank itself, about its own kernels
-HOST_FIELDS = ("host", "node_address")  # captures that name the failed machine
+HOST_FIELDS = ("host", "node_address", "node_ip")  # captures that name the failed machine (or pod)
 # NCCL's debug prefix "<host>:<pid>:<tid> [<cuda device>] ": the printing host (the bracket is a device, not a rank).
 # It may follow a launcher's tag with no space: "[1,23]<stdout>:ip-172-32-45-165:72593:73427 [7] NCCL WARN ...".
-NCCL_PREFIX = re.compile(r"(?:^|[\s:>\]])(?P<host>[A-Za-z0-9][\w.-]{0,63}):\d{1,9}:\d{1,9} \[\d{1,3}\] ")
+NCCL_PREFIX = re.compile(r"(?:^|[\s:>\]])(?P<host>[A-Za-z0-9][\w.-]{0,63}):(?P<pid>\d{1,9}):\d{1,9} \[\d{1,3}\] ")
 
 
 @dataclass
@@ -529,6 +533,18 @@ def host_of(event: Event) -> str | None:
     return m["host"] if m else None
 
 
+def pid_of(event: Event) -> int | None:
+    """The process an event names (`pid=4331` in Ray's memory-monitor message, `PID 21183` in mpirun's),
+    else the one that printed it (NCCL's `host:pid:tid` prefix, a launcher prefix's pid)."""
+    value = event.fields.get("pid")
+    if value and value.isdigit():
+        return int(value)
+    m = NCCL_PREFIX.search(event.line.raw, 0, 160)
+    if m:
+        return int(m["pid"])
+    return event.line.pid
+
+
 def same_host(a: str, b: str) -> bool:
     """`gpu-07` and `gpu-07.cluster.local` are one machine; IP addresses must match exactly."""
     if a == b:
@@ -559,11 +575,16 @@ class HostEvidence:
         host = host_of(event) or ""
         on_host = self.ranks_on(host)
         printed_by = self.finder._event_rank(event)
+        by_pid = self._rank_of_pid(event, on_host)
         rank: int | None
         if printed_by is not None:
             # A hardware error the rank printed itself ("[rank3]: CUDA error: uncorrectable ECC ..."): that
             # rank is on the faulty device, whatever the others on its host did.
             rank, how = printed_by, f"rank {printed_by} printed it"
+        elif by_pid is not None:
+            # The message names the process (Ray's memory monitor: "pid=4331"), or NCCL's prefix says which
+            # process printed it: the pid that the launcher's table or the workers' prefixes give a rank.
+            rank, how = by_pid
         else:
             rank, how = self._rank_on_host(on_host, causes, units)
         others = [r for r in on_host if r != rank]
@@ -591,6 +612,24 @@ class HostEvidence:
         if len(errors) > 1 and all(e.line.time is not None for e in errors):
             return min(errors, key=lambda e: (e.line.time, e.order))
         return min(errors, key=lambda e: e.order)
+
+    def _rank_of_pid(self, event: Event, on_host: list[int]) -> tuple[int, str] | None:
+        pid = pid_of(event)
+        if pid is None:
+            return None
+        rank = self.col.pid_ranks.get(pid)
+        how = "its lines' prefixes"
+        if rank is None:
+            launcher = self.finder.launcher
+            found = {(c.rank if c.rank is not None else launcher.global_rank(c.agent, c.local_rank)
+                      if c.local_rank is not None else None) for c in launcher.exits if c.pid == pid}
+            found.discard(None)
+            if len(found) != 1:
+                return None
+            rank, how = found.pop(), "the launcher's table"
+        if on_host and rank not in on_host:
+            return None  # a pid of another machine (pids repeat across hosts)
+        return rank, f"pid {pid} is rank {rank} ({how})"
 
     def ranks_on(self, host: str) -> list[int]:
         ranks = {r for r, h in self.col.hosts.items() if h and same_host(h, host)}

@@ -53,6 +53,9 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     _p("determined-rank", r"\[rank=(?P<rank>\d{1,6})\]\s\|\|\s?", "["),
     # Ray: "(WorkerDict pid=835, ip=172.26.143.83) ", "(pid=4009) ", "(axolotl-hi-2-spot, pid=16959) ".
     _p("ray-worker", r"\((?:[\w.:-]{1,64},?\s)?pid=(?P<pid>\d{1,9})(?:,\sip=(?P<host>[\d.]{7,15}))?\)\s", "("),
+    # kubectl logs --prefix (one pod per worker, a PyTorchJob's master-0/worker-N): "[pod/trainjob-worker-1/pytorch] ".
+    # The pod is the machine its ranks run on.
+    _p("kubectl-prefix", r"\[pod/(?P<host>[a-z0-9][a-z0-9.-]{0,252})/[\w.-]{1,63}\]\s", "["),
     # Kernel log lines as syslog/journalctl print them: "Dec  2 03:12:01 node-b kernel: [ 84.73] NVRM: ...",
     # "2026-12-02T03:12:01+0000 node-b kernel: ...". They carry no rank: the host is what ties them to ranks.
     _p("syslog-kernel", rf"(?:[A-Z][a-z]{{2}}\s{{1,2}}\d{{1,2}}\s\d\d:\d\d:\d\d|{_TS})\s(?P<host>[\w.-]{{1,64}})\s"
