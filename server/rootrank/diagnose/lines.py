@@ -90,7 +90,7 @@ class LineShape:
     whether it is one logical line as it is, where its prefixes are, whether the launcher reads it.
     `key` is the shape; `pasted` is the pipeline's own per-shape facts (diagnose/__init__.py)."""
 
-    __slots__ = ("key", "whole", "plan", "quiet", "pasted")
+    __slots__ = ("key", "pasted", "plan", "quiet", "whole")
 
     def __init__(self, line: str, key: bytes, plan: PeelPlan) -> None:
         self.key = key
