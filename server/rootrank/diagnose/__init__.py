@@ -17,9 +17,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, Protocol
 
 from rootrank.diagnose.collect import EventCollector
+from rootrank.diagnose.formats.paste import REGEXES as PASTE_REGEXES
 from rootrank.diagnose.formats.paste import undecorate
 from rootrank.diagnose.formats.prefixes import RankCensus
-from rootrank.diagnose.lines import LineScanner
+from rootrank.diagnose.lines import LineScanner, LineShape
 from rootrank.diagnose.match import Matcher
 from rootrank.diagnose.parallel import SplitScan, can_split
 from rootrank.diagnose.parts import Split
@@ -34,9 +35,10 @@ from rootrank.diagnose.read import (
 )
 from rootrank.diagnose.report import build_diagnosis
 from rootrank.diagnose.select import Census, select_lines
+from rootrank.diagnose.shapes import ALIKE, digit_classes
 from rootrank.diagnose.truncated import may_be_cut, truncated_library
 from rootrank.library import Library, LogPattern, load_library
-from rootrank.model import Diagnosis, Role
+from rootrank.model import Diagnosis, LogLine, Role
 
 __all__ = ["ClosableSplit", "InputError", "Pipeline", "diagnose_paths", "diagnose_text", "match_pasted",
            "prefilter_literals"]
@@ -49,6 +51,8 @@ class ClosableSplit(Split, Protocol):
 
 
 FOLLOW_LINES = 8
+# undecorate's regexes tell no digits apart (else lines of a known shape are matched as any other line).
+PASTE_SHAPES = ALIKE if digit_classes(PASTE_REGEXES) == ALIKE else None
 LOOSE_PRIORITY = 10  # generic fallback entries (uncaught exception)
 Matches = list[tuple[LogPattern, dict[str, str]]]  # how far after its first line a multi-line message's continuation lines are looked for
 
@@ -144,12 +148,14 @@ class Pipeline:
         continued = self._continued
         cut, loose = self.match_cut, self.loose
         arms, armed = self._arms, self._armed
-        for line in self.scanner.scan(source, lines, path_hint):
-            order = collector.observe(line)
+        pasted = self._pasted
+        for line, shape in self.scanner.scan_shaped(source, lines, path_hint):
+            order = collector.observe(line, None if shape is None else shape.key)
             if armed:
                 for marker, fields in self._completions(line.text):
                     collector.add(line, order, entries[marker.entry_id], fields, marker.name)
-            for pattern, fields in match_pasted(match, line.text, cut, loose):
+            found = match_pasted(match, line.text, cut, loose) if shape is None else pasted(line, shape)
+            for pattern, fields in found:
                 if pattern.follows and line.number > self.scanner.follow_until:
                     continue
                 collector.add(line, order, entries[pattern.entry_id], fields, pattern.name)
@@ -157,6 +163,30 @@ class Pipeline:
                     self.scanner.follow_until = line.number + FOLLOW_LINES
                 for marker in arms.get((pattern.entry_id, pattern.name), ()):
                     armed[marker] = None
+
+    def _pasted(self, line: LogLine, shape: LineShape) -> Matches:
+        """`match_pasted` for a line of a known shape (lines.py): the text is ASCII and its shape a slice
+        of the line's, and what undecorate and may_be_cut say of it is the same for every text of the
+        shape (their regexes and tests tell no digits apart), so they are asked once per shape."""
+        text = line.text
+        facts = shape.pasted
+        if facts is None:
+            plain = undecorate(text)
+            facts = shape.pasted = (plain is text, may_be_cut(plain))
+        if not facts[0] or PASTE_SHAPES is None:
+            return match_pasted(self.matcher.match, text, self.match_cut, self.loose)
+        end = shape.plan.end
+        key = shape.key[end:] if end else shape.key
+        encoded = text.encode()
+        found = self.matcher.match_shaped(text, encoded, key)
+        if facts[1] and all(p.entry_id in self.loose for p, _ in found):
+            if self._cut_matcher is None:
+                self._cut_matcher = Matcher(truncated_library(self.library))
+            entries = {pattern.entry_id for pattern, _ in found}
+            extra = [(pattern, fields) for pattern, fields in self._cut_matcher.match_shaped(text, encoded, key)
+                     if pattern.entry_id not in entries]
+            found = found + extra if extra else found
+        return found
 
     def _completions(self, text: str) -> Matches:
         """The armed completion markers this line matches (each is disarmed by its first match)."""

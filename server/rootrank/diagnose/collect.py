@@ -16,7 +16,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 from rootrank.diagnose import stacks
-from rootrank.diagnose.shapes import ShapeMemo, digit_classes
+from rootrank.diagnose.shapes import ALIKE, ShapeMemo, digit_classes
 from rootrank.library import Entry, Library
 from rootrank.model import Event, LogLine, Role, Severity
 
@@ -76,8 +76,9 @@ class EventCollector:
         # A cascade's lines show the same stacks per shape (other ranks, other pids): looked for once.
         self._stacks_in = ShapeMemo(_STACK_DIGITS, stacks.stacks_in)
 
-    def observe(self, line: LogLine) -> int:
-        """Record a line's rank and stack hints; returns its order in the merged stream."""
+    def observe(self, line: LogLine, shape: bytes | None = None) -> int:
+        """Record a line's rank and stack hints; returns its order in the merged stream. `shape`: the raw
+        line's shape with every digit alike (shapes.ALIKE), when the caller has it."""
         self._order += 1
         out = self.out
         if line.rank is not None and not line.quoted:
@@ -91,7 +92,10 @@ class EventCollector:
         elif line.local_rank is not None and not line.quoted:
             out.local_ranks_seen.add(line.local_rank)
         if "/" in line.raw or "(" in line.raw:
-            out.stacks |= self._stacks_in(line.raw)
+            if shape is not None and _STACK_DIGITS == ALIKE:
+                out.stacks |= self._stacks_in.shaped(line.raw, shape)
+            else:
+                out.stacks |= self._stacks_in(line.raw)
         if line.block and "distributed_c10d.py" in line.text:
             m = _C10D_FRAME.search(line.text)
             if m and m["op"] not in _C10D_SKIP:
@@ -110,7 +114,7 @@ class EventCollector:
             line = _with_rank(line, rank)
         if len(line.raw) > KEPT_LINE_CHARS or len(line.text) > KEPT_LINE_CHARS:
             line = _shortened(line)
-        if any(len(value) > KEPT_FIELD_CHARS for value in fields.values()):
+        if fields and max(map(len, fields.values())) > KEPT_FIELD_CHARS:
             fields = {k: v[:KEPT_FIELD_CHARS] for k, v in fields.items()}
         if line.block in self._block_op and "optype" not in fields and entry.role is Role.SYMPTOM:
             fields = {**fields, "optype": self._block_op[line.block]}

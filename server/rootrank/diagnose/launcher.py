@@ -51,6 +51,18 @@ def _is_table_line(text: str) -> bool:
 
 
 ARM_WINDOW = 50  # lines between "ChildFailedError" and the table's opening rule
+# What `LauncherParser.feed` and `_agent_line` look for outside a table: a line holding none of these,
+# nor a table rule, nor the "Root Cause" heading, changes nothing but the per-agent bookkeeping.
+_AGENT_SIGNS = ("ChildFailedError", "closing signal", "failed (exitcode", "local_rank:", "srun: error:",
+                "Process name: [[", "Exit code:", "_ranks=[", "group_rank=", "global_world_sizes=", "--node",
+                "--nproc", "orld", "nranks", "MEMBER:")
+
+
+def is_quiet(text: str) -> bool:
+    """Whether `LauncherParser.feed` outside a table reads nothing in this line (none of its digit-free
+    signs: the same for every line of one message shape, so the pipeline asks once per shape)."""
+    return (not any(sign in text for sign in _AGENT_SIGNS) and not _TABLE_RULE.match(text)
+            and text.strip() != _ROOT_CAUSE)
 
 _RDZV_LIST = re.compile(r"^\s*(?P<key>local_ranks|global_ranks)=\[(?P<values>[\d, ]{1,4000})\]")
 _RDZV_GROUP = re.compile(r"^\s*group_rank=(?P<n>\d{1,6})\s*$")
@@ -239,9 +251,9 @@ class LauncherParser:
         return self._in_table or self._armed
 
     def feed(self, text: str, line: int, source: str, agent: str | None = None,
-             rank: int | None = None) -> tuple[bool, int | None]:
+             rank: int | None = None, quiet: bool = False) -> tuple[bool, int | None]:
         """`agent` names the launcher that printed the line when its prefix tells (host, or glog pid);
-        `rank` is the global rank a worker's own prefix gave the line."""
+        `rank` is the global rank a worker's own prefix gave the line; `quiet`: `is_quiet(text)`."""
         if source != self._source:
             # One file per agent is the common multi-node shape: a new file starts a new account.
             self._source = source
@@ -258,6 +270,8 @@ class LauncherParser:
             return self._table_line(text, line, source)
         if self._armed and line - self._armed_at > ARM_WINDOW:
             self._armed = False
+        if quiet:
+            return False, None
         if "ChildFailedError" in text:
             self._armed, self._armed_at = True, line
         if _TABLE_RULE.match(text) and self._armed:

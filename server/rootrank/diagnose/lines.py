@@ -12,11 +12,12 @@ from collections.abc import Iterable, Iterator
 from rootrank.diagnose.formats import inline, timestamps
 from rootrank.diagnose.formats.inline import rank_span
 from rootrank.diagnose.formats.paths import ranks_from_path
-from rootrank.diagnose.formats.prefixes import PREFIX_DIGITS, Dialect, apply_plan, peel, peel_plan
+from rootrank.diagnose.formats.prefixes import PREFIX_DIGITS, Dialect, PeelPlan, apply_plan, peel, peel_plan
 from rootrank.diagnose.formats.timestamps import parse_time, time_span
-from rootrank.diagnose.launcher import ARMING_SIGNS, LauncherParser, agent_of
-from rootrank.diagnose.normalize import iter_logical_numbered
-from rootrank.diagnose.shapes import ShapeMemo, digit_classes
+from rootrank.diagnose.launcher import ARMING_SIGNS, LauncherParser, agent_of, is_quiet
+from rootrank.diagnose.normalize import REGEXES as NORMALIZE_REGEXES
+from rootrank.diagnose.normalize import split_physical
+from rootrank.diagnose.shapes import ALIKE, ShapeMemo, digit_classes
 from rootrank.diagnose.tracebacks import TracebackGrouper
 from rootrank.model import LogLine
 
@@ -77,6 +78,27 @@ def _fact_spans(text: str) -> tuple[Span | None, Span | None]:
     return rank_span(text), time_span(text)
 
 
+# A line's shape with every digit alike: what the splitting into logical lines (normalize.py), the
+# prefixes and the launcher's signs see of a line, when none of their regexes tells digits apart.
+LINE_SHAPES = ALIKE if ALIKE == PREFIX_DIGITS == digit_classes(NORMALIZE_REGEXES) else None
+SHAPES = 1 << 12  # line shapes remembered per source (cleared when full), of lines up to MAX_SHAPE_CHARS
+MAX_SHAPE_CHARS = 1024
+
+
+class LineShape:
+    """What every ASCII line of one shape (LINE_SHAPES) has in common, worked out from the first one:
+    whether it is one logical line as it is, where its prefixes are, whether the launcher reads it.
+    `key` is the shape; `pasted` is the pipeline's own per-shape facts (diagnose/__init__.py)."""
+
+    __slots__ = ("key", "pasted", "plan", "quiet", "whole")
+
+    def __init__(self, line: str, key: bytes, plan: PeelPlan) -> None:
+        self.key = key
+        self.whole = split_physical(line) == [line]
+        self.plan = plan
+        self.quiet = is_quiet(line[plan.end:] if plan.end else line)
+        self.pasted: tuple[bool, bool] | None = None
+
 
 
 class LineScanner:
@@ -107,39 +129,68 @@ class LineScanner:
 
     def scan(self, source: str, lines: Iterable[tuple[int, str]], path_hint: str | None = None) -> Iterator[LogLine]:
         """LogLines for (physical number, raw line) pairs, which may be a selection of the source's lines."""
+        for line, _shape in self.scan_shaped(source, lines, path_hint):
+            yield line
+
+    def scan_shaped(self, source: str, lines: Iterable[tuple[int, str]],
+                    path_hint: str | None = None) -> Iterator[tuple[LogLine, LineShape | None]]:
+        """The same, each LogLine with its raw line's LineShape (None: a line not worked out per shape)."""
         path_rank, path_local, path_host = ranks_from_path(path_hint) if path_hint else (None, None, None)
-        logical = iter_logical_numbered(lines)
+        physical = iter(lines)
         dialect_probe = Dialect()
         buffered: list[tuple[int, str]] = []
         self.probing = True
         try:
-            for item in logical:
-                buffered.append(item)
-                dialect_probe.observe(item[1])
-                if not self._sampling and any(sign in item[1] for sign in ARMING_SIGNS):
-                    self._sampling = True  # the launcher will arm on this line: its table follows
+            # Whole physical lines are read ahead; the first Dialect.SAMPLE logical lines are looked at.
+            for number, text in physical:
+                for part in split_physical(text):
+                    buffered.append((number, part))
+                    if len(buffered) <= Dialect.SAMPLE:
+                        dialect_probe.observe(part)
+                        if not self._sampling and any(sign in part for sign in ARMING_SIGNS):
+                            self._sampling = True  # the launcher will arm on this line: its table follows
                 if len(buffered) >= Dialect.SAMPLE:
                     break
         finally:
             self._sampling = False
         dialect = dialect_probe.decide()
         self.probing = False
-        if path_rank is not None and _names_other_ranks(buffered, dialect, path_rank):
+        if path_rank is not None and _names_other_ranks(buffered[:Dialect.SAMPLE], dialect, path_rank):
             # The workers' own "[rankN]:" tags contradict the file name: a node's file named after the
             # node rank (`torchrun --node-rank $RANK > train_rank$RANK.log`, Kubeflow's RANK is the
             # node's), so the name is not the rank of the launcher lines in it.
             path_rank = None
 
-        def all_items() -> Iterator[tuple[int, str]]:
-            yield from buffered
-            yield from logical
-
-        fact_spans = self._fact_spans
         # Where a line's prefixes are is worked out once per shape of line (the dialect is this source's).
         plan_of = ShapeMemo(PREFIX_DIGITS, lambda line: peel_plan(line, dialect))
-        for number, raw in all_items():
+        shapes: dict[bytes, LineShape] = {}
+
+        def shape_of(line: str) -> LineShape | None:
+            if LINE_SHAPES is None or len(line) > MAX_SHAPE_CHARS or not line.isascii():
+                return None
+            key = line.encode().translate(LINE_SHAPES)
+            shape = shapes.get(key)
+            if shape is None:
+                if len(shapes) >= SHAPES:
+                    shapes.clear()
+                shape = shapes[key] = LineShape(line, key, peel_plan(line, dialect))
+            return shape
+
+        def all_items() -> Iterator[tuple[int, str, LineShape | None]]:
+            for number, part in buffered:
+                yield number, part, shape_of(part)
+            for number, text in physical:
+                shape = shape_of(text)
+                if shape is not None and shape.whole:
+                    yield number, text, shape  # one logical line as it is (split_physical would say so)
+                    continue
+                for part in split_physical(text):
+                    yield number, part, shape_of(part)
+
+        fact_spans = self._fact_spans
+        for number, raw, shape in all_items():
             self._last_number = number
-            peeled = apply_plan(raw, plan_of(raw))
+            peeled = apply_plan(raw, plan_of(raw) if shape is None else shape.plan)
             text = peeled.text
             rank = peeled.rank
             if rank is None and "local_rank" not in text:
@@ -149,14 +200,15 @@ class LineScanner:
             local_rank = peeled.local_rank if peeled.local_rank is not None else path_local
             host = peeled.host or path_host
             stream_rank = rank
-            named, stamp = fact_spans(text)
-            if rank is None and named is not None:
-                rank = int(text[named[0]: named[1]])
             time = peeled.time
-            if time is None and stamp is not None:
-                time = parse_time(text[stamp[0]: stamp[1]])
+            if rank is None or time is None:
+                named, stamp = fact_spans(text)
+                if rank is None and named is not None:
+                    rank = int(text[named[0]: named[1]])
+                if time is None and stamp is not None:
+                    time = parse_time(text[stamp[0]: stamp[1]])
             quoted, table_rank = self.launcher.feed(text, number, source, agent_of(host, peeled.pid),
-                                                    stream_rank)
+                                                    stream_rank, shape is not None and shape.quiet)
             if quoted:
                 rank = table_rank
                 # When the launcher printed its table says nothing of which child failed first (a collector's
@@ -179,7 +231,7 @@ class LineScanner:
                     rank = adopted[0] if rank is None else rank
                     time = adopted[1] if time is None else time
             yield LogLine(number=number, text=text, raw=raw, source=source, rank=rank, local_rank=local_rank,
-                          host=host, time=time, pid=peeled.pid, block=block, quoted=quoted)
+                          host=host, time=time, pid=peeled.pid, block=block, quoted=quoted), shape
 
 
 def _names_other_ranks(sample: list[tuple[int, str]], dialect: frozenset[str], path_rank: int) -> bool:

@@ -17,11 +17,11 @@ import re
 from collections import defaultdict
 
 from rootrank.diagnose.memo import TextMemo
-from rootrank.diagnose.shapes import digit_classes
+from rootrank.diagnose.shapes import ALIKE, digit_classes
 from rootrank.library import Library, LogPattern
 
 _BLANK_DIGITS = str.maketrans("123456789", "000000000")
-_BLANK_BYTES = bytes.maketrans(b"123456789", b"000000000")
+_BLANK_BYTES = ALIKE
 # Regex text that may tell one digit from another: a digit (outside {m,n}), a character escape, a
 # backreference by name. Numbered backreferences hold a digit.
 _TELLS_DIGITS = re.compile(r"[0-9]|\\[xuUN0]|\(\?P=")
@@ -100,7 +100,11 @@ class Matcher:
         if len(text) > MAX_SHAPE_CHARS:
             return self._run(text, self._candidates(text))
         encoded = text.encode("utf-8", "surrogatepass")
-        shape = encoded.translate(_BLANK_BYTES)
+        return self.match_shaped(text, encoded, encoded.translate(_BLANK_BYTES))
+
+    def match_shaped(self, text: str, encoded: bytes, shape: bytes) -> list[tuple[LogPattern, dict[str, str]]]:
+        """`match(text)` for a text of at most MAX_SHAPE_CHARS characters whose UTF-8 bytes are `encoded`
+        and whose shape (every digit alike, shapes.ALIKE) is `shape`: a caller that knows them already."""
         plan = self._shapes.get(shape)
         if plan is None:
             plan = self._plan(text)

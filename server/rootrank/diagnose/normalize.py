@@ -16,6 +16,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A rank prefix starting in the middle of a line, glued after a progress bar or another process's text.
 _GLUED_PREFIX = re.compile(r"(?<=[^\s\[])(?=\[(?:rank|default)\d{1,6}\]:|\[[\w.-]{1,64}:\d{1,5}\]:)")
 MAX_LINE_CHARS = 64 * 1024
+REGEXES = (_ANSI, _CONTROL, _GLUED_PREFIX)  # what split_physical looks at, for shapes.digit_classes
 
 
 def clean(text: str) -> str:

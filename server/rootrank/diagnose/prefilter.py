@@ -31,12 +31,15 @@ MAX_FOLDED_ANCHOR_LEN = 5  # a case-folded anchor becomes 2**letters case varian
 FOLDED_PIECE_BYTES = 4 << 10
 FOLDED_PIECE_STEP = 32 << 10
 # Costs of the pure-Python scan, in bytes skipped by one pass: a stop at a first byte's occurrence, and a
-# line handed to the per-line pipeline (measured: about 0.7 ns a byte, 180 ns a stop, 30 us a line; a line
-# is weighed more, for Hyperscan, which pays only for lines).
-STOP_COST = 250
+# line handed to the per-line pipeline (measured on 8 MiB chunks of both generators' logs, idle machine:
+# about 0.25 ns a byte for a pass that stops nowhere, 10 ns a stop, 10-30 us a line; a line is weighed
+# more, for Hyperscan, which pays only for lines). A stop was once put at 250 bytes: the cover then
+# wanted 20-21 first bytes, past ONE_REGEX_COST, and the single alternation scanned 1.5x slower.
+STOP_COST = 40
 LINE_COST = 100_000
-# One regex with several first bytes tests every byte: it costs about this many passes of one-byte regexes.
-ONE_REGEX_COST = 18
+# One regex with several first bytes tests every byte: it costs about this many passes of one-byte regexes
+# (the 20-byte alternation: 74 ms per 8 MiB against 2.1-4.6 ms a one-byte pass).
+ONE_REGEX_COST = 30
 # A window seen more often than once per this many sample bytes is common: its literal is reported.
 COMMON_EVERY = 64 << 10
 # A literal's other windows are counted (one bytes.count each, in at most COUNT_SAMPLE bytes of the

@@ -30,6 +30,7 @@ _sre_parse: Any = importlib.import_module("re._parser" if _NEW_RE else "sre_pars
 
 DIGITS = frozenset("0123456789")
 _ALL = frozenset(ord(d) for d in DIGITS)
+ALIKE = bytes.maketrans(b"123456789", b"000000000")  # the table of regexes that tell no digits apart
 # Categories accept every ASCII digit (\d, \w, \S) or none (\D, \W, \s).
 _ALL_DIGITS_CATEGORIES = {"CATEGORY_DIGIT", "CATEGORY_WORD", "CATEGORY_NOT_SPACE",
                           "CATEGORY_UNI_DIGIT", "CATEGORY_UNI_WORD", "CATEGORY_UNI_NOT_SPACE",
@@ -145,6 +146,15 @@ class ShapeMemo(Generic[T]):
         if self._table is None or len(text) > self._max_chars:
             return self._find(text)
         shape = text.encode("utf-8", "surrogatepass").translate(self._table)
+        if shape in self._known:
+            return self._known[shape]
+        if len(self._known) >= self._size:
+            self._known.clear()
+        answer = self._known[shape] = self._find(text)
+        return answer
+
+    def shaped(self, text: str, shape: bytes) -> T:
+        """`self(text)` for a caller that has the text's shape under this memo's table already."""
         if shape in self._known:
             return self._known[shape]
         if len(self._known) >= self._size:

@@ -20,6 +20,11 @@ _LEAD = re.compile(
 _EMPHASIS = re.compile(r"^(?P<mark>\*\*\*|\*\*|__|`{1,3}|\*|_)(?P<body>\S.*?\S|\S)(?P=mark)\s*$")
 _OPEN_EMPHASIS = re.compile(r"^(?:\*\*\*|\*\*|__|`{1,3})(?=\S)")
 _WINDOWS_FRAME = re.compile(r'File "(?P<path>[A-Za-z]:\\[^"]{1,1000})"')
+_MARKS = r"\*\*\*|\*\*|__|`{1,3}|\*|_"
+# What undecorate looks at, for shapes.digit_classes. _EMPHASIS's backreference compares marks, which
+# hold no digit: as far as digits go it reads like the marks' own alternation.
+REGEXES = (_LEAD.pattern, _EMPHASIS.pattern.replace("(?P=mark)", f"(?:{_MARKS})"), _OPEN_EMPHASIS.pattern,
+           _WINDOWS_FRAME.pattern)
 _MARK_CHARS = frozenset(">-*+\u2022E_`DIWC\t ")
 
 
