@@ -11,7 +11,6 @@ a later line of one names it by an entry with room left.
 
 from __future__ import annotations
 
-
 import re
 from collections import defaultdict, deque
 from dataclasses import dataclass, field, replace
