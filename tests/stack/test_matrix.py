@@ -539,3 +539,47 @@ def test_lightning_fsdp_already_checkpointed(column: str, tmp_path: Path) -> Non
                 if f["rule"] == "checkpoint.fsdp-double-checkpoint"]
     assert [f["assumes"] for f in findings] == [[f"lightning {seen['lightning']}"]], findings
     assert warning in findings[0]["message"], findings
+
+
+KV_CACHE = REPO / "tests" / "stack" / "evidence" / "kv_cache_wrapper.py"
+KV_CASES = REPO / "tests" / "check" / "checkpoint.recompute-mismatch"
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_checkpoint_wrapper_kv_cache(column: str, tmp_path: Path) -> None:
+    """transformers.checkpoint-wrapper-kv-cache: torch's checkpoint wrapper on a tiny Llama with the KV cache on
+    fails in backward as the facts say (every attention and mask on one side of 5.14.0; after it, all but SDPA on an
+    unpadded batch); the check cases really fail or train there, `rootrank diagnose` names the failure, `rootrank
+    check --python` reports an error where the run always fails and a warning where it may run, and the safe fix
+    (offered where the run always fails) gives code that trains."""
+    _, versions = observe(column)
+    python = interpreter(column)
+    seen = _child(python, KV_CACHE.read_text())
+    fails = value("transformers.checkpoint-wrapper-kv-cache", versions) == "fails"
+    size = "RuntimeError: The size of tensor a (16) must match the size of tensor b (8) at non-singleton dimension 3"
+    metadata = ("CheckpointError: torch.utils.checkpoint: Recomputed values for the following tensors have different "
+                "metadata than during the forward pass.")
+    assert seen == {"transformers": versions["transformers"], "sdpa-unpadded": metadata if fails else "ok",
+                    "sdpa-padded": size, "eager-unpadded": size, "eager-padded": size}, seen
+    for case in ("wrapper_use_cache_true", "wrapper_default_cache"):
+        script = tmp_path / f"{case}.py"
+        shutil.copy(KV_CASES / f"{case}.py", script)
+        run = _run(python, script, tmp_path)
+        findings = [f for f in json.loads(_check(python, str(script)).stdout)["findings"]
+                    if f["rule"] == "checkpoint.recompute-mismatch"]
+        assert [f["assumes"] for f in findings] == [[f"transformers {versions['transformers']}"]], findings
+        if not fails:  # SDPA, unpadded: the case trains
+            assert run.returncode == 0 and run.stdout.rstrip().endswith("done"), run.stderr[-3000:]
+            assert [f["severity"] for f in findings] == ["warning"], findings
+            continue
+        assert run.returncode != 0 and metadata in run.stderr, run.stderr[-3000:]
+        root = diagnose_text(run.stdout + run.stderr).root_cause
+        assert root is not None and root.rule == "checkpoint.recompute-mismatch", run.stderr[-3000:]
+        explicit = case == "wrapper_use_cache_true"
+        assert [f["severity"] for f in findings] == ["error" if explicit else "warning"], findings
+        if explicit:
+            subprocess.run([sys.executable, "-m", "rootrank", "check", "--fix", "--python", str(python), str(script)],
+                           capture_output=True, text=True, timeout=120, check=False)
+            assert "use_cache=False" in script.read_text()
+            rerun = _run(python, script, tmp_path)
+            assert rerun.returncode == 0 and rerun.stdout.rstrip().endswith("done"), rerun.stderr[-3000:]
