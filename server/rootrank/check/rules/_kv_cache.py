@@ -50,8 +50,8 @@ def kv_cache(semantic: Semantic) -> Iterator[Violation]:
         if answer.is_("fails"):
             consequence = ("the recomputation in backward writes the KV cache a second time and the backward raises "
                            "(`CheckpointError: ... Recomputed values for the following tensors have different "
-                           "metadata` with SDPA attention, `RuntimeError: The size of tensor a ... must match` with "
-                           "eager attention or a padding mask)")
+                           "metadata` or `RuntimeError: The size of tensor a ... must match`, depending on the "
+                           "attention and the padding)")
             severity = None
         elif answer.is_("sdpa-unpadded"):
             consequence = ("the recomputation in backward writes the KV cache a second time: the backward raises "
