@@ -27,6 +27,10 @@ from tests.heavy import heavy_required
 
 REPO = Path(__file__).resolve().parents[2]
 COLUMNS = {"newest": Path(sys.executable), "transformers-4.57": REPO / ".venv-tf457" / "bin" / "python"}
+# One venv per DeepSpeed / Lightning release the facts need, over the test venv (scripts/matrix-env.sh).
+DEEPSPEED = {"deepspeed-0.19.3": REPO / ".venv-ds0193" / "bin" / "python",
+             "deepspeed-0.19.4": REPO / ".venv-ds0194" / "bin" / "python"}
+LIGHTNING = {"lightning-2.6.6": REPO / ".venv-lightning" / "bin" / "python"}
 LORA = REPO / "tests" / "fixtures" / "logs" / "none--lora-trainer-transformers5240-deprecation-warnings" / "train.py"
 
 
@@ -43,7 +47,7 @@ def require_module(name: str) -> None:
 
 
 def interpreter(column: str) -> Path:
-    python = COLUMNS[column]
+    python = {**COLUMNS, **DEEPSPEED, **LIGHTNING}[column]
     if not python.exists():
         if heavy_required():
             pytest.fail(f"{python} is missing: run scripts/matrix-env.sh")
@@ -391,3 +395,191 @@ def test_nested_checkpoint_recomputes(column: str, tmp_path: Path) -> None:
         findings = [f for f in json.loads(_check(python, str(source)).stdout)["findings"]
                     if f["rule"] == "checkpoint.fsdp-double-checkpoint"]
         assert bool(findings) == (seen[mode] > seen["None"]), (mode, seen, findings)
+
+
+DEEPSPEED_PROBE = """
+import json, warnings
+warnings.simplefilter("ignore")
+import torch, deepspeed
+from deepspeed.accelerator import get_accelerator
+
+ck = deepspeed.checkpointing
+# DeepSpeed's CPU accelerator has no streams (`Stream` is None): its reentrant checkpoint creates one and never
+# uses it (the use is commented out in checkpointing.py), so a stand-in lets the real checkpoint run on CPU.
+type(get_accelerator()).Stream = property(lambda self: (lambda device=None: None))
+
+def block(x, mask=None):
+    return (x * 2 if mask is None else x * mask).sum()
+
+x = torch.randn(4, requires_grad=True)
+mask = torch.ones(4, requires_grad=True)
+try:
+    ck.checkpoint(block, x, mask=mask).backward()
+    kwargs = None
+except TypeError as error:
+    kwargs = f"TypeError: {error}"
+# cpu_checkpointing without partition_activations: the module globals configure() sets from the config (it
+# needs a process group first); each copy_to_device call of the forward is recorded.
+copies, real_copy = [], ck.copy_to_device
+ck.copy_to_device = lambda *a, **k: copies.append(str(k.get("device"))) or real_copy(*a, **k)
+cpu_copies = {}
+for cpu in (False, True):
+    ck.PARTITION_ACTIVATIONS, ck.CPU_CHECKPOINT = False, cpu
+    copies.clear()
+    ck.checkpoint(lambda t: (t * 2).sum(), torch.randn(4, requires_grad=True))
+    cpu_copies[str(cpu)] = list(copies)
+print(json.dumps({"deepspeed": deepspeed.__version__, "kwargs": kwargs,
+                  "mask_grad": mask.grad is not None and bool(mask.grad.abs().sum() > 0),
+                  "non_reentrant": callable(getattr(ck, "non_reentrant_checkpoint", None)),
+                  "cpu_copies": cpu_copies}))
+"""
+
+
+@functools.lru_cache(maxsize=8)
+def _child(python: Path, probe: str) -> dict[str, Any]:
+    """What a probe printed in a column's interpreter (run once per column)."""
+    done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return seen
+
+
+@pytest.mark.parametrize("column", sorted(DEEPSPEED))
+def test_deepspeed_checkpoint_kwargs(column: str, tmp_path: Path) -> None:
+    """deepspeed.checkpoint-kwargs on the real DeepSpeed either side of the change: a keyword tensor is a
+    `TypeError` where the facts say positional only, and is taken (it gets its gradient) where they say keyword
+    tensors; `rootrank check --python` reports the call exactly where it fails, with the error it raises."""
+    require_module("torch")
+    python = interpreter(column)
+    versions = find_environment(str(python), ()).versions
+    seen = _child(python, DEEPSPEED_PROBE)
+    assert versions["deepspeed"] == seen["deepspeed"], "metadata and the imported library disagree"
+    takes = value("deepspeed.checkpoint-kwargs", versions)
+    assert seen["kwargs"] == (None if takes else "TypeError: checkpoint() got an unexpected keyword argument 'mask'")
+    assert seen["mask_grad"] is takes
+    source = tmp_path / "ds_kwargs.py"
+    source.write_text("import deepspeed\n\n\ndef forward(block, x, mask):\n"
+                      "    return deepspeed.checkpointing.checkpoint(block, x, mask=mask)\n")
+    findings = [f for f in json.loads(_check(python, str(source)).stdout)["findings"]
+                if f["rule"] == "checkpoint.reentrant-kwargs"]
+    if takes:
+        assert not findings, findings
+        return
+    assert [(f["severity"], f["assumes"]) for f in findings] == [("error", [f"deepspeed {seen['deepspeed']}"])]
+    assert seen["kwargs"] in findings[0]["message"], findings
+
+
+@pytest.mark.parametrize("column", sorted(DEEPSPEED))
+def test_deepspeed_non_reentrant_and_cpu_checkpointing(column: str) -> None:
+    """deepspeed.non-reentrant-checkpoint and deepspeed.cpu-checkpointing: the non-reentrant function exists, and
+    `cpu_checkpointing` without `partition_activations` makes a CPU copy of the inputs (one `copy_to_device` more
+    per checkpointed forward, to `cpu`)."""
+    require_module("torch")
+    python = interpreter(column)
+    versions = find_environment(str(python), ()).versions
+    seen = _child(python, DEEPSPEED_PROBE)
+    assert seen["non_reentrant"] is value("deepspeed.non-reentrant-checkpoint", versions)
+    offloads = value("deepspeed.cpu-checkpointing", versions)
+    assert seen["cpu_copies"] == {"False": ["cpu"], "True": ["cpu", "cpu"] if offloads else ["cpu"]}, seen
+
+
+LIGHTNING_PROBE = """
+import json, warnings
+import torch
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper, checkpoint_wrapper
+import lightning
+from lightning.fabric.strategies import FSDPStrategy
+from lightning.fabric.strategies.fsdp import _setup_activation_checkpointing
+
+# FSDPStrategy.setup_module wraps the module in FSDP (which needs an accelerator: not on CPU), then calls
+# _setup_activation_checkpointing with the strategy's policy kwargs; the probe makes that second call itself.
+strategy = FSDPStrategy(activation_checkpointing_policy={torch.nn.Linear})
+seen = {"lightning": lightning.__version__}
+for by_hand in (False, True):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 4))
+    if by_hand:
+        model[0] = checkpoint_wrapper(model[0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _setup_activation_checkpointing(model, strategy._activation_checkpointing_kwargs)
+    seen[str(by_hand)] = {"wrapped": [i for i, m in enumerate(model) if isinstance(m, CheckpointWrapper)],
+                          "warnings": [str(w.message) for w in caught]}
+print(json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("column", sorted(LIGHTNING))
+def test_lightning_fsdp_already_checkpointed(column: str, tmp_path: Path) -> None:
+    """lightning.fsdp-already-checkpointed on the real Lightning: its FSDP policy wraps every matching layer of a
+    plain model; on a model with a layer wrapped by hand it prints the facts' warning and wraps nothing more
+    (only the hand-wrapped layer stays checkpointed). `rootrank diagnose` names the warning and `rootrank check
+    --python` reports the policy next to `checkpoint_wrapper` with the version it assumed."""
+    require_module("torch")
+    python = interpreter(column)
+    versions = find_environment(str(python), ()).versions
+    seen = _child(python, LIGHTNING_PROBE)
+    assert versions["lightning"] == seen["lightning"], "metadata and the imported library disagree"
+    warning = value("lightning.fsdp-already-checkpointed", versions)
+    assert seen["False"] == {"wrapped": [0, 2], "warnings": []}, seen
+    assert seen["True"] == {"wrapped": [0], "warnings": [warning]}, seen
+    diagnosis = diagnose_text(f"/home/user/venv/lib/python3.11/site-packages/lightning/fabric/strategies/fsdp.py:728: "
+                              f"UserWarning: {warning}\n")
+    assert any(f.rule == "checkpoint.fsdp-double-checkpoint" for f in diagnosis.findings), diagnosis
+    source = tmp_path / "lightning_fsdp.py"
+    source.write_text(
+        "import torch\n"
+        "from lightning.fabric import Fabric\n"
+        "from lightning.fabric.strategies import FSDPStrategy\n"
+        "from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper\n\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 4))\n"
+        "model[0] = checkpoint_wrapper(model[0])\n"
+        "fabric = Fabric(strategy=FSDPStrategy(activation_checkpointing_policy={torch.nn.Linear}))\n"
+        "model = fabric.setup(model)\n")
+    findings = [f for f in json.loads(_check(python, str(source)).stdout)["findings"]
+                if f["rule"] == "checkpoint.fsdp-double-checkpoint"]
+    assert [f["assumes"] for f in findings] == [[f"lightning {seen['lightning']}"]], findings
+    assert warning in findings[0]["message"], findings
+
+
+KV_CACHE = REPO / "tests" / "stack" / "evidence" / "kv_cache_wrapper.py"
+KV_CASES = REPO / "tests" / "check" / "checkpoint.recompute-mismatch"
+
+
+@pytest.mark.parametrize("column", sorted(COLUMNS))
+def test_checkpoint_wrapper_kv_cache(column: str, tmp_path: Path) -> None:
+    """transformers.checkpoint-wrapper-kv-cache: torch's checkpoint wrapper on a tiny Llama with the KV cache on
+    fails in backward as the facts say (every attention and mask on one side of 5.14.0; after it, all but SDPA on an
+    unpadded batch); the check cases really fail or train there, `rootrank diagnose` names the failure, `rootrank
+    check --python` reports an error where the run always fails and a warning where it may run, and the safe fix
+    (offered where the run always fails) gives code that trains."""
+    _, versions = observe(column)
+    python = interpreter(column)
+    seen = _child(python, KV_CACHE.read_text())
+    fails = value("transformers.checkpoint-wrapper-kv-cache", versions) == "fails"
+    size = "RuntimeError: The size of tensor a (16) must match the size of tensor b (8) at non-singleton dimension 3"
+    metadata = ("CheckpointError: torch.utils.checkpoint: Recomputed values for the following tensors have different "
+                "metadata than during the forward pass.")
+    assert seen == {"transformers": versions["transformers"], "sdpa-unpadded": metadata if fails else "ok",
+                    "sdpa-padded": size, "eager-unpadded": size, "eager-padded": size}, seen
+    for case in ("wrapper_use_cache_true", "wrapper_default_cache"):
+        script = tmp_path / f"{case}.py"
+        shutil.copy(KV_CASES / f"{case}.py", script)
+        run = _run(python, script, tmp_path)
+        findings = [f for f in json.loads(_check(python, str(script)).stdout)["findings"]
+                    if f["rule"] == "checkpoint.recompute-mismatch"]
+        assert [f["assumes"] for f in findings] == [[f"transformers {versions['transformers']}"]], findings
+        if not fails:  # SDPA, unpadded: the case trains
+            assert run.returncode == 0 and run.stdout.rstrip().endswith("done"), run.stderr[-3000:]
+            assert [f["severity"] for f in findings] == ["warning"], findings
+            continue
+        assert run.returncode != 0 and metadata in run.stderr, run.stderr[-3000:]
+        root = diagnose_text(run.stdout + run.stderr).root_cause
+        assert root is not None and root.rule == "checkpoint.recompute-mismatch", run.stderr[-3000:]
+        explicit = case == "wrapper_use_cache_true"
+        assert [f["severity"] for f in findings] == ["error" if explicit else "warning"], findings
+        if explicit:
+            subprocess.run([sys.executable, "-m", "rootrank", "check", "--fix", "--python", str(python), str(script)],
+                           capture_output=True, text=True, timeout=120, check=False)
+            assert "use_cache=False" in script.read_text()
+            rerun = _run(python, script, tmp_path)
+            assert rerun.returncode == 0 and rerun.stdout.rstrip().endswith("done"), rerun.stderr[-3000:]

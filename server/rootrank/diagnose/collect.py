@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rootrank.diagnose import stacks
 from rootrank.diagnose.shapes import ALIKE, ShapeMemo, digit_classes
@@ -132,12 +132,17 @@ class EventCollector:
         best = self._blocks.get(unit)
         if best is not None:
             if _strength(event, entry) > _strength(best, self.library.entries[best.rule]):
-                self._blocks[unit] = event
+                self._blocks[unit] = event = _raised(event, best)
                 index = self._block_index.get(unit)
                 if index is not None:
                     self.out.units[index] = event
                 else:
                     self._keep_block(unit, event)
+            elif (raised := _raised(best, event)) is not best:
+                self._blocks[unit] = raised
+                index = self._block_index.get(unit)
+                if index is not None:
+                    self.out.units[index] = raised
             return
         if line.block:
             self._blocks[unit] = event
@@ -165,6 +170,16 @@ class EventCollector:
             old = self._parked.popleft()
             if old not in self._block_index:
                 self._blocks.pop(old, None)
+
+
+def _raised(kept: Event, other: Event) -> Event:
+    """`kept`, named by a warning-level entry, as an error when the very line it matched is also an error cause
+    (an uncaught exception's own line): the entry knows the exception's meaning, and the exception ended the run
+    (transformers' "can't both be set" ValueError, named by checkpoint.fsdp-double-checkpoint, a warning entry)."""
+    if (kept.role is Role.CAUSE and kept.severity is not Severity.ERROR and is_error_cause(other)
+            and other.line.number == kept.line.number and other.line.source == kept.line.source):
+        return replace(kept, severity=Severity.ERROR)
+    return kept
 
 
 def _shortened(line: LogLine) -> LogLine:

@@ -34,7 +34,7 @@ _MESSAGE = ("`use_cache=True` while gradient checkpointing is on (line {line}): 
 
 @rule(RULE, Severity.WARNING)
 def hf_use_cache(semantic: Semantic) -> Iterator[Violation]:
-    enabling = _checkpointing_on(semantic)
+    enabling = checkpointing_on(semantic)
     if enabling is None:
         return
     generates = any(semantic.method_calls("generate"))
@@ -43,14 +43,14 @@ def hf_use_cache(semantic: Semantic) -> Iterator[Violation]:
     for site in semantic.calls:
         if isinstance(site.node.func, ast.Attribute) and site.node.func.attr == "generate":
             continue
-        if not _same_training_code(semantic, enabling, site.frame, site.node):
+        if not same_training_code(semantic, enabling, site.frame, site.node):
             continue
         found = keyword(site.node, "use_cache")
         if found is not None and isinstance(found.value, ast.Constant) and found.value.value is True:
             yield Violation(found, message, edits.fixes(
                 edits.fix("Set `use_cache=False`", applicability, edits.replace(semantic, found.value, "False"))))
     for assign in semantic.assigns:
-        if not _same_training_code(semantic, enabling, assign.frame, assign.value):
+        if not same_training_code(semantic, enabling, assign.frame, assign.value):
             continue
         if isinstance(assign.value, ast.Constant) and assign.value.value is True and any(
                 isinstance(t, ast.Attribute) and t.attr == "use_cache" for t in assign.targets):
@@ -58,7 +58,7 @@ def hf_use_cache(semantic: Semantic) -> Iterator[Violation]:
                 edits.fix("Set `use_cache = False`", applicability, edits.replace(semantic, assign.value, "False"))))
 
 
-def _same_training_code(semantic: Semantic, enabling: ast.AST, frame: Frame, node: ast.AST) -> bool:
+def same_training_code(semantic: Semantic, enabling: ast.AST, frame: Frame, node: ast.AST) -> bool:
     """Whether a `use_cache=True` belongs to the code that trains with checkpointing: the same function
     (or both at module level), not under `no_grad`/`inference_mode`, and not switching the model to
     inference (`.eval()` later in the same function: re-enabling the cache for generation)."""
@@ -71,7 +71,7 @@ def _same_training_code(semantic: Semantic, enabling: ast.AST, frame: Frame, nod
     return not any(s.frame.function is frame.function and s.node.lineno >= line for s in semantic.method_calls("eval"))
 
 
-def _checkpointing_on(semantic: Semantic) -> ast.AST | None:
+def checkpointing_on(semantic: Semantic) -> ast.AST | None:
     for site in semantic.checkpoints:
         if hf.is_enable(site.api):
             return site.call

@@ -1,4 +1,5 @@
-"""checkpoint.recompute-mismatch: `preserve_rng_state=False` on checkpointed code that draws dropout.
+"""checkpoint.recompute-mismatch: `preserve_rng_state=False` on checkpointed code that draws dropout (and, in
+_kv_cache.py, torch's checkpoint wrapper on a causal LM whose KV cache is on).
 
 ## What it does
 Flags `checkpoint(..., preserve_rng_state=False)`, `checkpoint_sequential(...)` and
@@ -28,6 +29,7 @@ from collections.abc import Iterator
 from rootrank.check import edits
 from rootrank.check.registry import Violation, rule
 from rootrank.check.rules._common import at_line
+from rootrank.check.rules._kv_cache import kv_cache
 from rootrank.check.semantic import CHECKPOINT, CHECKPOINT_SEQUENTIAL, CHECKPOINT_WRAPPER, UNKNOWN, Semantic
 from rootrank.model import Applicability, Severity
 
@@ -38,6 +40,11 @@ _TARGETS = (CHECKPOINT, CHECKPOINT_SEQUENTIAL, CHECKPOINT_WRAPPER)
 
 
 @rule(RULE, Severity.ERROR)
+def recompute_mismatch(semantic: Semantic) -> Iterator[Violation]:
+    yield from recompute_rng(semantic)
+    yield from kv_cache(semantic)  # torch's checkpoint wrapper on a causal LM with its KV cache on (_kv_cache.py)
+
+
 def recompute_rng(semantic: Semantic) -> Iterator[Violation]:
     offending = list(_rng_off(semantic))
     if not offending:
