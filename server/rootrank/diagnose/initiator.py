@@ -621,9 +621,9 @@ class HostEvidence:
         how = "its lines' prefixes"
         if rank is None:
             launcher = self.finder.launcher
-            found = {(c.rank if c.rank is not None else launcher.global_rank(c.agent, c.local_rank)
-                      if c.local_rank is not None else None) for c in launcher.exits if c.pid == pid}
-            found.discard(None)
+            found = {r for r in (c.rank if c.rank is not None else launcher.global_rank(c.agent, c.local_rank)
+                                 if c.local_rank is not None else None for c in launcher.exits if c.pid == pid)
+                     if r is not None}
             if len(found) != 1:
                 return None
             rank, how = found.pop(), "the launcher's table"
