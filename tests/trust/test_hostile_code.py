@@ -127,8 +127,10 @@ def _fix_time(n: int) -> float:
 
 
 def test_apply_fixes_is_linear_in_the_number_of_fixes() -> None:
-    small = min(_fix_time(700) for _ in range(2))
-    large = _fix_time(2800)
+    # Best of three on each side: a pause of the shared machine (another process, a GC cycle) in one
+    # timing is not the algorithm's cost.
+    small = min(_fix_time(700) for _ in range(3))
+    large = min(_fix_time(2800) for _ in range(3))
     assert large < 8 * small + 0.05, f"700 fixes {small:.2f}s, 2800 fixes {large:.2f}s"
 
 

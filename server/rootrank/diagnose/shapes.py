@@ -145,13 +145,7 @@ class ShapeMemo(Generic[T]):
     def __call__(self, text: str) -> T:
         if self._table is None or len(text) > self._max_chars:
             return self._find(text)
-        shape = text.encode("utf-8", "surrogatepass").translate(self._table)
-        if shape in self._known:
-            return self._known[shape]
-        if len(self._known) >= self._size:
-            self._known.clear()
-        answer = self._known[shape] = self._find(text)
-        return answer
+        return self.shaped(text, text.encode("utf-8", "surrogatepass").translate(self._table))
 
     def shaped(self, text: str, shape: bytes) -> T:
         """`self(text)` for a caller that has the text's shape under this memo's table already."""
