@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 from rootrank.check import edits
 from rootrank.check.registry import Violation
-from rootrank.check.rules.hf_use_cache import checkpointing_on, same_training_code
+from rootrank.check.rules.hf_use_cache import checkpointing_on, explicit_use_cache_true, is_true
 from rootrank.check.semantic import CallSite, Semantic, keyword
 from rootrank.model import Applicability, Severity
 from rootrank.stack import facts
@@ -45,7 +45,7 @@ def kv_cache(semantic: Semantic) -> Iterator[Violation]:
     answer = semantic.fact(TOPIC)
     wrapper = wrappers[0].call
     where = f"line {wrapper.lineno}"
-    explicit = list(_explicit_true(semantic, wrapper))
+    explicit = list(explicit_use_cache_true(semantic, wrapper))
     for node, replace in explicit:
         if answer.is_("fails"):
             consequence = ("the recomputation in backward writes the KV cache a second time and the backward raises "
@@ -88,31 +88,15 @@ def kv_cache(semantic: Semantic) -> Iterator[Violation]:
         (), (answer.assumed,) if answer.known else (), None, Severity.WARNING)
 
 
-def _explicit_true(semantic: Semantic, wrapper: ast.Call) -> Iterator[tuple[ast.AST, ast.expr]]:
-    """(where to report, the `True` to replace) for each `use_cache=True` of the code that trains."""
-    for site in semantic.calls:
-        if isinstance(site.node.func, ast.Attribute) and site.node.func.attr == "generate":
-            continue
-        found = keyword(site.node, "use_cache")
-        if (found is not None and isinstance(found.value, ast.Constant) and found.value.value is True
-                and same_training_code(semantic, wrapper, site.frame, site.node)):
-            yield found, found.value
-    for assign in semantic.assigns:
-        if (isinstance(assign.value, ast.Constant) and assign.value.value is True
-                and any(isinstance(t, ast.Attribute) and t.attr == "use_cache" for t in assign.targets)
-                and same_training_code(semantic, wrapper, assign.frame, assign.value)):
-            yield assign.targets[0], assign.value
-
-
 def _cache_turned_off(semantic: Semantic) -> bool:
     """Whether the file may turn the cache off somewhere: a `use_cache` keyword or attribute set to anything but
     the constant `True`."""
     for site in semantic.calls:
         found = keyword(site.node, "use_cache")
-        if found is not None and not (isinstance(found.value, ast.Constant) and found.value.value is True):
+        if found is not None and not is_true(found.value):
             return True
     return any(any(isinstance(t, ast.Attribute) and t.attr == "use_cache" for t in assign.targets)
-               and not (isinstance(assign.value, ast.Constant) and assign.value.value is True)
+               and not is_true(assign.value)
                for assign in semantic.assigns)
 
 

@@ -40,22 +40,29 @@ def hf_use_cache(semantic: Semantic) -> Iterator[Violation]:
     generates = any(semantic.method_calls("generate"))
     applicability = Applicability.UNSAFE if generates else Applicability.SAFE
     message = _MESSAGE.format(line=getattr(enabling, "lineno", "?"))
+    for node, value in explicit_use_cache_true(semantic, enabling):
+        label = "Set `use_cache=False`" if isinstance(node, ast.keyword) else "Set `use_cache = False`"
+        yield Violation(node, message, edits.fixes(
+            edits.fix(label, applicability, edits.replace(semantic, value, "False"))))
+
+
+def is_true(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is True
+
+
+def explicit_use_cache_true(semantic: Semantic, enabling: ast.AST) -> Iterator[tuple[ast.AST, ast.expr]]:
+    """(where to report, the `True` to replace) for each `use_cache=True` keyword (not of a `generate` call) and
+    each `….use_cache = True` of the code that trains with `enabling` (same_training_code)."""
     for site in semantic.calls:
         if isinstance(site.node.func, ast.Attribute) and site.node.func.attr == "generate":
             continue
-        if not same_training_code(semantic, enabling, site.frame, site.node):
-            continue
         found = keyword(site.node, "use_cache")
-        if found is not None and isinstance(found.value, ast.Constant) and found.value.value is True:
-            yield Violation(found, message, edits.fixes(
-                edits.fix("Set `use_cache=False`", applicability, edits.replace(semantic, found.value, "False"))))
+        if found is not None and is_true(found.value) and same_training_code(semantic, enabling, site.frame, site.node):
+            yield found, found.value
     for assign in semantic.assigns:
-        if not same_training_code(semantic, enabling, assign.frame, assign.value):
-            continue
-        if isinstance(assign.value, ast.Constant) and assign.value.value is True and any(
-                isinstance(t, ast.Attribute) and t.attr == "use_cache" for t in assign.targets):
-            yield Violation(assign.targets[0], message, edits.fixes(
-                edits.fix("Set `use_cache = False`", applicability, edits.replace(semantic, assign.value, "False"))))
+        if (is_true(assign.value) and any(isinstance(t, ast.Attribute) and t.attr == "use_cache" for t in assign.targets)
+                and same_training_code(semantic, enabling, assign.frame, assign.value)):
+            yield assign.targets[0], assign.value
 
 
 def same_training_code(semantic: Semantic, enabling: ast.AST, frame: Frame, node: ast.AST) -> bool:
