@@ -28,7 +28,7 @@ from rootrank.check import hf
 from rootrank.check.bounds import Cancelled, alias_expansion, over_parse_cap, skipped, stop_if
 from rootrank.check.source import Locator
 from rootrank.model import Applicability, Edit, Finding, Fix, Severity
-from rootrank.stack import facts
+from rootrank.stack import facts, layers
 
 USE_REENTRANT = "checkpoint.use-reentrant-explicit"
 DOUBLE = "checkpoint.fsdp-double-checkpoint"
@@ -476,27 +476,73 @@ def _offload(config: _Config, fsdp: dict[str, Any]) -> Iterator[Finding]:
 
 def _fsdp2_rng_state(config: _Config, fsdp: dict[str, Any]) -> Iterator[Finding]:
     """Accelerate's FSDP2 activation checkpointing recomputes without the forward's RNG state, which matters
-    only for a model that trains with dropout. The strength of the finding follows what the same file says
-    of dropout: a non-zero `*dropout*` setting (`lora_dropout: 0.05`) makes it a warning, settings that are
-    all zero silence it (the recompute is exact), and a file that names no dropout (an `accelerate config`
-    file, a recipe for a model whose config has none) gets a note, since most current models train without."""
+    only for a model that trains with dropout. The strength of the finding follows what is known of dropout:
+    a non-zero `*dropout*` setting in the file (`lora_dropout: 0.05`), or a wrapped layer class whose model
+    config defaults to one (`GPT2Block`: `resid_pdrop` 0.1), makes it a warning; settings that are all zero,
+    or layers whose models train without dropout and no adapter of unknown dropout, silence it (the recompute
+    is exact); otherwise (an `accelerate config` file naming no model) it is a note."""
     answer = facts.answer(RNG_STATE_TOPIC, config.versions)
     if answer.is_(False):
         return
     dropouts = _dropout_settings(config.data)
-    if dropouts and not any(value > 0 for _, value in dropouts):
+    model = _model_dropout(fsdp, {name.rsplit(".", 1)[-1] for name, _ in dropouts})
+    active = [f"`{name}: {value:g}`" for name, value in dropouts if value > 0][:3]
+    model_warns = model is not None and bool(model[1])
+    exact = bool(dropouts) or (model is not None and _adapter_dropout_known(config.data))
+    if not active and not model_warns and exact:
         return
     note = "" if answer.known else \
         f" (applies to {facts.topic(RNG_STATE_TOPIC).versions_where(True)}; {answer.assumed})"
-    active = [f"`{name}: {value:g}`" for name, value in dropouts if value > 0][:3]
-    where = (f"this file sets {', '.join(active)}, so the" if active else
-             "this file names no dropout; if the model (or its LoRA adapters) trains with dropout, the")
+    if active:
+        where = f"this file sets {', '.join(active)}, so the"
+    elif model_warns and model is not None:
+        where = f"{model[0]}, so the"
+    elif model is not None:
+        # trl/trainer/model_config.py:115-117 (TRL main at the precision mirror): `lora_dropout` 0.05;
+        # PEFT's LoraConfig defaults to 0.0 (peft 0.21.2, installed)
+        where = ("the wrapped layers' models train without dropout, but this file trains an adapter without "
+                 "setting `lora_dropout` (TRL's ModelConfig defaults it to 0.05); if it is not 0, the")
+    else:
+        where = "this file names no dropout; if the model (or its LoRA adapters) trains with dropout, the"
     found = config.finding(RECOMPUTE, config.key(fsdp, "fsdp_activation_checkpointing"), (
         "`fsdp_activation_checkpointing: true` with `fsdp_version: 2`: Accelerate wraps each layer in "
         f"`checkpoint_wrapper(layer, preserve_rng_state=False)`; {where} recompute draws other dropout masks "
         "than the forward and the gradients are silently inconsistent; set the dropout to 0, or checkpoint the "
         "layers yourself with `preserve_rng_state=True`") + note)
-    yield dataclasses.replace(found, severity=Severity.WARNING if active else Severity.INFO, assumes=(answer.assumed,))
+    severity = Severity.WARNING if active or model_warns else Severity.INFO
+    yield dataclasses.replace(found, severity=severity, assumes=(answer.assumed,))
+
+
+def _model_dropout(fsdp: dict[str, Any], set_in_file: set[str]) -> tuple[str, list[str]] | None:
+    """What the wrapped layers' models do by default (`fsdp_transformer_layer_cls_to_wrap`, read against
+    transformers' config defaults): (a phrase saying so, the non-zero dropout settings the file does not set),
+    or None when a layer is not named or not known."""
+    names = layers.layer_names(fsdp.get("fsdp_transformer_layer_cls_to_wrap"))
+    known = [layers.layer_defaults(name) for name in names]
+    if not names or any(row is None for row in known):
+        return None
+    rows = [row for row in known if row is not None]
+    nonzero = sorted({setting for row in rows for setting in row.nonzero_dropout
+                      if setting.rsplit(".", 1)[-1] not in set_in_file})
+    if not nonzero:
+        return "", []
+    where = ", ".join(f"`{row.layer}` ({'/'.join(row.model_types[:2])})" for row in rows[:2])
+    settings = ", ".join(f"`{setting}`" for setting in nonzero[:3])
+    return (f"the wrapped layers {where} come from a model whose config defaults {settings} to non-zero "
+            f"(transformers {rows[0].transformers}) and this file does not set them to 0"), nonzero
+
+
+# axolotl fills an unset `lora_dropout` with 0.0 for any adapter (src/axolotl/utils/schemas/peft.py:80, 235-237
+# at axolotl-ai-cloud/axolotl@067b021); its recipes are told apart by its own top-level keys.
+_AXOLOTL_KEYS = frozenset({"base_model", "micro_batch_size", "sequence_len", "datasets"})
+_ADAPTER_KEYS = ("adapter", "lora_r", "peft_config", "use_peft", "lora_target_modules")
+
+
+def _adapter_dropout_known(data: Any) -> bool:
+    """True when the file trains no adapter, or one whose dropout is known to default to 0 (axolotl's)."""
+    if not isinstance(data, dict) or not any(data.get(key) for key in _ADAPTER_KEYS):
+        return True
+    return len(_AXOLOTL_KEYS & data.keys()) >= 2
 
 
 _DROPOUT_KEY = re.compile(r"dropout|pdrop", re.IGNORECASE)
