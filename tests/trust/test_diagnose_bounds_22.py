@@ -45,3 +45,45 @@ def test_the_diagnose_command_streams_a_file_that_is_not_open(raw_lsp, tmp_path:
     # Read whole, the 60 MB file sat in memory twice over (bytes, then text); streamed, it never does.
     assert grown < 30, grown
     assert server.shutdown() == 0
+
+
+def _cli_peak(log: Path) -> tuple[float, dict[str, object]]:
+    """Peak RSS (MiB) of `rootrank diagnose --format json` on `log`, run in a fresh interpreter, and its JSON."""
+    import json
+    import subprocess
+    import sys
+
+    probe = ("import json, resource, subprocess, sys\n"
+             "done = subprocess.run([sys.executable, '-m', 'rootrank', 'diagnose', '--format', 'json', sys.argv[1]],"
+             " capture_output=True)\n"
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
+             "sys.stdout.write(done.stdout.decode())\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(log)], capture_output=True, text=True, timeout=300,
+                          check=True)
+    peak, _, report = done.stdout.partition("\n")
+    return float(peak), json.loads(report)
+
+
+def test_a_cascade_of_many_ranks_costs_bits_not_events(tmp_path: Path) -> None:
+    """Item 6: 100,000 ranks with one gloo timeout each (the lines torch 2.13 printed in the gloo fixtures)
+    and one rank's ValueError first. Past the first ranks of one symptom line, a rank is a bit in a
+    RankGroup: the diagnosis is the same, and memory grows by far less than an event per rank (before the
+    groups: 215 MiB; bench/bench_memory.py reports the figures)."""
+    import subprocess
+    import sys
+
+    generator = Path(__file__).resolve().parents[2] / "bench" / "gen_ranks.py"
+    small, big = tmp_path / "ranks-1000.log", tmp_path / "ranks-100000.log"
+    for path, ranks in ((small, 1000), (big, 100_000)):
+        subprocess.run([sys.executable, str(generator), str(path), "--ranks", str(ranks)], check=True, timeout=120)
+    base, small_report = _cli_peak(small)
+    peak, report = _cli_peak(big)
+    for got, ranks in ((small_report, 1000), (report, 100_000)):
+        root = got["root_cause"]
+        assert isinstance(root, dict)
+        assert root["rank"] == ranks // 3 and root["rule"] == "process.uncaught-exception"
+        assert got["collateral_count"] == ranks - 1
+    print(f"peak RSS {base:.0f} MiB at 1,000 ranks, {peak:.0f} MiB at 100,000")
+    # An event per rank cost about 1.8 KB (180 MiB more at 100,000 ranks); a grouped rank some 0.6 KB
+    # (the rank sets every diagnosis keeps), so 100 MiB more is the bound, with room for other interpreters.
+    assert peak - base < 100, (base, peak)

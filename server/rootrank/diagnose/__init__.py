@@ -163,6 +163,8 @@ class Pipeline:
                     self.scanner.follow_until = line.number + FOLLOW_LINES
                 for marker in arms.get((pattern.entry_id, pattern.name), ()):
                     armed[marker] = None
+            if found:
+                collector.settle(line)
 
     def _pasted(self, line: LogLine, shape: LineShape) -> Matches:
         """`match_pasted` for a line of a known shape (lines.py): the text is ASCII and its shape a slice

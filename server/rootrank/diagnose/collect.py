@@ -6,13 +6,16 @@ step on every rank) are counted, and only the first few of each (entry, rank) ar
 bounded whatever the log size. Tracebacks too: a job that logs a caught exception every step (a retried
 upload, a skipped bad sample) keeps the first KEEP_BLOCKS_PER_RANK_AND_RULE of each (entry, rank); the
 blocks past that are followed only while they may still be open (the latest MAX_PARKED_BLOCKS), in case
-a later line of one names it by an entry with room left.
+a later line of one names it by an entry with room left. A cascade (a timeout line from each of a million
+ranks) keeps the first FULL_PER_SIGNATURE ranks of each identical line as events and the rest as bits of a
+RankGroup, since they tell the initiator nothing the first ones do not but that they suffered.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 from rootrank.diagnose import stacks
@@ -25,6 +28,9 @@ KEEP_BLOCKS_PER_RANK_AND_RULE = 64
 MAX_PARKED_BLOCKS = 4096
 KEPT_LINE_CHARS = 4096  # of an event's line (evidence shows at most 2000)
 KEPT_FIELD_CHARS = 1000  # of a captured field (they fill fix texts and messages)
+FULL_PER_SIGNATURE = 64  # ranks kept as whole events per symptom signature; the others as bits (RankGroup)
+MAX_SIGNATURES = 4096  # signatures followed at once: lines that differ per rank (a pid, a host) are not grouped
+MAX_GROUPED_RANK = 1 << 24  # a bitmap of 2 MiB at most; a larger "rank" is kept as an event
 # The collective a traceback was waiting in, from its c10d frame: `distributed_c10d.py", line 3151, in broadcast`.
 _C10D_FRAME = re.compile(r'distributed_c10d\.py", line \d+, in (?P<op>[a-z_]+)')
 _C10D_SKIP = {"wrapper", "wait", "_wait", "barrier_wrapper"}
@@ -41,6 +47,36 @@ class RuleCount:
 
 
 @dataclass
+class RankGroup:
+    """The ranks that printed the same symptom line (same entry, pattern, source and captured fields but the
+    rank) after the first FULL_PER_SIGNATURE of them. Those first are events in `units`; the others are bits
+    here, with `event` the first of them, so a cascade of a million ranks costs bits, not events. They decide nothing
+    the first ones do not (same fields), but they count as ranks that suffered."""
+
+    event: Event
+    bits: bytearray = field(default_factory=bytearray)
+    members: int = 0
+    count: int = 0  # lines
+
+    def add(self, rank: int) -> None:
+        self.count += 1
+        byte, bit = divmod(rank, 8)
+        if byte >= len(self.bits):
+            self.bits.extend(bytes(max(byte + 1 - len(self.bits), len(self.bits))))
+        if not self.bits[byte] >> bit & 1:
+            self.bits[byte] |= 1 << bit
+            self.members += 1
+
+    def ranks(self) -> Iterator[int]:
+        for byte, value in enumerate(self.bits):
+            if value:
+                base = byte * 8
+                for bit in range(8):
+                    if value >> bit & 1:
+                        yield base + bit
+
+
+@dataclass
 class Collected:
     """Everything the initiator and the report need, after one pass over the log."""
 
@@ -53,8 +89,18 @@ class Collected:
     # a pid seen with two ranks maps to None (the prefix's pid was not the rank's process).
     pid_ranks: dict[int, int | None] = field(default_factory=dict)
     stacks: set[str] = field(default_factory=set)
+    groups: list[RankGroup] = field(default_factory=list)  # symptom lines of many ranks, past the first ones
     lines: int = 0  # physical lines of all sources (set by the pipeline)
     sources: list[str] = field(default_factory=list)
+
+
+def grouped_ranks(collected: Collected, keep: Callable[[Event], bool]) -> set[int]:
+    """The ranks of every RankGroup whose first event `keep` accepts (the others are units already)."""
+    out: set[int] = set()
+    for group in collected.groups:
+        if keep(group.event):
+            out.update(group.ranks())
+    return out
 
 
 def _strength(event: Event, entry: Entry) -> tuple[int, int, int]:
@@ -73,6 +119,8 @@ class EventCollector:
         self._block_op: dict[int, str] = {}
         self.ignored_blocks: set[int] = set()  # shared with the traceback grouper
         self._order = 0
+        self._signatures: dict[tuple[object, ...], int | RankGroup] = {}  # -> ranks kept whole, then the group
+        self._last_kept: tuple[object, tuple[str, int | None]] | None = None  # the newest stand-alone unit
         # A cascade's lines show the same stacks per shape (other ranks, other pids): looked for once.
         self._stacks_in = ShapeMemo(_STACK_DIGITS, stacks.stacks_in)
 
@@ -151,9 +199,52 @@ class EventCollector:
         key = (entry.id, rank)
         self._kept[key] += 1
         if self._kept[key] <= KEEP_PER_RANK_AND_RULE:
+            self._last_kept = (unit, key)
             self._blocks[unit] = event
             self._block_index[unit] = len(self.out.units)
             self.out.units.append(event)
+
+    def settle(self, line: LogLine) -> None:
+        """Called after every match of a line was added: a stand-alone symptom line whose signature already
+        has FULL_PER_SIGNATURE ranks kept whole leaves `units` for its RankGroup (decided here, not in add,
+        because a later match of the same line may name it by another entry)."""
+        if line.block or line.quoted or self._last_kept is None:
+            return
+        unit, key = self._last_kept
+        if unit != (line.source, line.number) or self._block_index.get(unit) != len(self.out.units) - 1:
+            return
+        event = self.out.units[-1]
+        rank = event.line.rank
+        if event.role is not Role.SYMPTOM or rank is None or not 0 <= rank < MAX_GROUPED_RANK \
+                or not self._grouped(event, rank):
+            return
+        self.out.units.pop()
+        del self._blocks[unit], self._block_index[unit]
+        self._last_kept = None
+        self._kept[key] -= 1
+        if self._kept[key] <= 0:
+            del self._kept[key]
+
+    def _grouped(self, event: Event, rank: int) -> bool:
+        """True when the event joined its signature's RankGroup instead of becoming a unit."""
+        signature = (event.rule, event.pattern, event.line.source, event.severity,
+                     *sorted((k, v) for k, v in event.fields.items() if k != "rank"))
+        held = self._signatures.get(signature)
+        if held is None:
+            if len(self._signatures) < MAX_SIGNATURES:
+                self._signatures[signature] = 1
+            return False
+        if isinstance(held, RankGroup):
+            held.add(rank)
+            return True
+        if held < FULL_PER_SIGNATURE:
+            self._signatures[signature] = held + 1
+            return False
+        group = RankGroup(event)
+        group.add(rank)
+        self._signatures[signature] = group
+        self.out.groups.append(group)
+        return True
 
     def _keep_block(self, unit: object, event: Event) -> None:
         """A block named by `event` goes into units if its (entry, rank) has room; else it is parked.

@@ -18,7 +18,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from rootrank.diagnose.collect import Collected, is_error_cause
+from rootrank.diagnose.collect import Collected, grouped_ranks, is_error_cause
 from rootrank.diagnose.launcher import LauncherReport, agent_of
 from rootrank.model import Event, Role, Severity, ranks_text
 
@@ -131,6 +131,7 @@ class InitiatorFinder:
         # A death the launcher reports (exit -6 after a watchdog abort, say) is a consequence on a rank
         # that printed its own symptoms; the launcher's line is then not a cause of its own.
         suffering = {u.line.rank for u in units if u.role is Role.SYMPTOM and u.line.rank is not None}
+        suffering |= grouped_ranks(self.col, lambda e: not self._amp_warmup(e))
         causes = [e for e in causes if e.line.rank is not None or self._event_rank(e) not in suffering]
         if causes:
             on_host = HostEvidence(self).decide(causes, units)
@@ -358,7 +359,7 @@ class InitiatorFinder:
                 rank = self._event_rank(u)
                 if rank is not None:
                     out.add(rank)
-        return out
+        return out | grouped_ranks(self.col, lambda e: True)
 
     def _launcher_first_exit(self, verdict: Verdict, ranked: dict[int, Event]) -> None:
         """A child that exited first, printed nothing, while the rank we see failing was still alive."""
@@ -397,8 +398,10 @@ class InitiatorFinder:
             return odd
         first_symptom = min(symptoms, key=lambda e: e.order)
         world = self._world()
-        missing = sorted(world - set(suffered))
-        victims = ranks_text(list(suffered))
+        grouped = grouped_ranks(self.col, lambda e: e.severity is Severity.ERROR and not self._amp_warmup(e))
+        suffered_ranks = set(suffered) | grouped
+        missing = sorted(world - suffered_ranks)
+        victims = ranks_text(list(suffered_ranks))
         if len(missing) == 1:
             rank = missing[0]
             exited = self._silent_exit(rank, first_symptom, victims)
@@ -412,7 +415,7 @@ class InitiatorFinder:
             return behind
         # Only when some rank did suffer: with no rank named at all (a launcher's or a framework's shutdown
         # message without a rank prefix), rank 0 is no more likely than any other.
-        if suffered and 0 not in suffered and (0 in missing or not world or world == set(suffered)):
+        if suffered_ranks and 0 not in suffered_ranks and (0 in missing or not world or world == suffered_ranks):
             candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing if r != 0]
             numel = first_symptom.fields.get("numel_in") or first_symptom.fields.get("numel")
             barrier = " in a 1-element barrier" if numel == "1" else ""
@@ -654,6 +657,7 @@ class HostEvidence:
         if exited is not None:
             return exited
         suffered = {r for u in units if u.role is Role.SYMPTOM and (r := self.finder._event_rank(u)) is not None}
+        suffered |= grouped_ranks(self.finder.col, lambda e: True)
         silent = [r for r in on_host if r not in suffered]
         if len(silent) == 1 and len(on_host) > 1:
             return silent[0], f"rank {silent[0]} is the one on it that reported no timeout (it was stuck on the faulty device)"
@@ -701,4 +705,10 @@ def collateral_by_rank(collected: Collected, verdict: Verdict, finder: Initiator
         current = out.get(rank)
         if current is None or preference(event) > preference(current):
             out[rank] = event
+    for group in collected.groups:
+        event = group.event
+        for rank in group.ranks():
+            current = out.get(rank)
+            if rank != verdict.rank and (current is None or preference(event) > preference(current)):
+                out[rank] = event
     return out

@@ -62,7 +62,17 @@ class TracebackGrouper:
         self._last_number = number
         state = self._states.get(stream)
         if state is None:
+            # A stream with no state is idle: only these two lines change that. Idle states are dropped
+            # (below), so the table holds the streams inside a traceback, not every rank ever seen.
+            if "Traceback (most recent call last)" not in text and "Exception ignored in" not in text:
+                return 0
             state = self._states[stream] = _State()
+        block = self._assign(state, stream, text, number)
+        if state.phase == "idle" and not state.ignored_next:
+            del self._states[stream]
+        return block
+
+    def _assign(self, state: _State, stream: Hashable, text: str, number: int) -> int:
         stripped = text.strip()
         if stripped.startswith("Exception ignored in"):
             state.ignored_next = True
