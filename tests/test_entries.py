@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from rootrank.diagnose.formats.prefixes import peel
@@ -9,6 +12,7 @@ from rootrank.diagnose.normalize import split_physical
 from rootrank.library import Entry, load_library
 
 LIBRARY = load_library()
+REPO = Path(__file__).resolve().parents[1]
 ENTRIES = sorted(LIBRARY.entries.values(), key=lambda e: e.id)
 
 
@@ -62,3 +66,26 @@ def test_every_literal_is_in_its_examples(entry: Entry) -> None:
                     hay = line.text.lower() if pattern.ignore_case else line.text
                     lit = pattern.literal.lower() if pattern.ignore_case else pattern.literal
                     assert lit in hay, f"{entry.id}/{pattern.name}: literal {pattern.literal!r} not in a matching line"
+
+
+# Where an example may say it was copied from: a public address (an issue, a PR, a page), an upstream
+# file as owner/repo:path (optionally @commit or a wheel version), or a real run kept as a fixture.
+_PUBLIC_URL = re.compile(r"https?://")
+_UPSTREAM_FILE = re.compile(r"[\w.-]+/[\w.-]+:\S")
+_CORPUS_PREFIXES = ("shared/corpus/", "../shared/")
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e.id)
+def test_every_example_cites_where_it_was_copied_from(entry: Entry) -> None:
+    """A message text is only trustworthy if a reader can open the place it was copied from."""
+    for example in entry.examples_match:
+        source = example.source
+        if source.startswith("tests/fixtures/"):
+            # a fixture must exist in this repository, or the citation points nowhere
+            fixture = source.split()[0].rstrip(",;")
+            assert (REPO / fixture).exists(), f"{entry.id}: fixture {fixture!r} does not exist"
+            continue
+        assert _PUBLIC_URL.search(source) or _UPSTREAM_FILE.match(source) or source.startswith(_CORPUS_PREFIXES), (
+            f"{entry.id}: example {example.text[:80]!r} cites neither a public address, an owner/repo:path "
+            f"upstream file nor a fixture: {source[:120]!r}"
+        )
