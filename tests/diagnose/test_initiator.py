@@ -164,3 +164,20 @@ def test_with_rank_copies_every_field() -> None:
     assert {f.name for f in dataclasses.fields(LogLine)} == set(values)
     line = LogLine(**values)  # type: ignore[arg-type]
     assert _with_rank(line, 5) == dataclasses.replace(line, rank=5)
+
+
+def test_a_cascade_of_a_thousand_ranks_decides_and_words_as_a_small_one() -> None:
+    """Past the first ranks of one identical watchdog line, the others are kept as bits of a RankGroup
+    (collect.py): they still count as ranks that suffered, in the decision and in its wording."""
+    odd = diagnose_text("\n".join(watchdog(r, seq=1233 if r == 617 else 1234) for r in range(1000)))
+    assert odd.root_cause is not None and odd.root_cause.rank == 617
+    assert odd.root_cause.decided_by == "odd one out (seq)"
+    assert "ranks 0-616,618-999 wait in seq=1234" in odd.root_cause.why
+    assert odd.collateral_count == 999
+
+    missing = diagnose_text("\n".join(watchdog(r) for r in range(1000) if r != 700)
+                            + "\n[rank700]: step 41 loss 2.31")
+    assert missing.root_cause is not None and missing.root_cause.rank == 700
+    assert missing.root_cause.decided_by == "missing from the timeouts"
+    assert missing.collateral_count == 999
+    assert "Ranks 0-699,701-999 report distributed.collective-timeout" in missing.root_cause.why

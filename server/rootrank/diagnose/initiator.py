@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rootrank.diagnose.collect import Collected, grouped_ranks, is_error_cause
@@ -488,9 +489,12 @@ class InitiatorFinder:
                 event = timeouts[rank]
                 majority = counts.most_common(1)[0][0]
                 rule = MISMATCH_RULE if key == "optype" else STALLED_RULE
+                # The ranks past the first of the majority's line are in its RankGroup (same fields).
+                others = {r for r in values if r != rank} | grouped_ranks(
+                    self.col, _same_wait(key, majority))
                 return Verdict(rank=rank, cause=event, rule=rule, decided_by=f"odd one out ({key})",
                                reasons=[f"rank {rank} waits in {key}={values[rank]} while ranks "
-                                        f"{ranks_text([r for r in values if r != rank])} wait in {key}={majority}: "
+                                        f"{ranks_text(others)} wait in {key}={majority}: "
                                         f"it is on a different code path"])
         return None
 
@@ -510,6 +514,11 @@ class InitiatorFinder:
         return Verdict(rank=rank, cause=timeouts[rank], rule=STALLED_RULE, decided_by="behind in sequence numbers",
                        reasons=[f"rank {rank} last completed collective #{lowest}, behind the others "
                                 f"({', '.join(f'rank {r}: #{v}' for r, v in sorted(completed.items()) if r != rank)})"])
+
+
+def _same_wait(key: str, value: str | None) -> Callable[[Event], bool]:
+    """Accepts the timeouts that wait in the same `key` (optype, seq) as `value`."""
+    return lambda event: event.rule == TIMEOUT_RULE and event.fields.get(key) == value
 
 
 def is_launcher_report(event: Event) -> bool:
