@@ -11,11 +11,15 @@ tries these only on short lines that matched nothing as printed.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
+import os
 import re
 import sys
 from dataclasses import replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from rootrank.library import Library, LogPattern
@@ -155,13 +159,63 @@ def truncated_source(pattern: str, literal: str) -> str | None:
         return None
 
 
-def truncated_patterns(patterns: tuple[LogPattern, ...]) -> tuple[LogPattern, ...]:
-    """Patterns for cut lines, one per pattern that has one (continuation lines excluded)."""
+def _wanted(p: LogPattern) -> bool:
+    return not (p.follows or p.ignore_case or p.after)
+
+
+def _cache_file(pairs: list[tuple[str, str]]) -> Path:
+    """Where the derived sources of these (pattern, literal) pairs are kept: keyed by the pairs, this
+    module's own source (the derivation) and the Python version (the parser it reads trees from)."""
+    digest = hashlib.sha1(sys.version.encode())
+    try:
+        digest.update(Path(__file__).read_bytes())
+    except OSError:
+        digest.update(b"?")
+    for pattern, literal in pairs:
+        digest.update(f"{len(pattern)}:{pattern}{len(literal)}:{literal}".encode("utf-8", "surrogatepass"))
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rootrank"
+    return base / f"truncated-{digest.hexdigest()[:20]}.json"
+
+
+def _derived_sources(pairs: list[tuple[str, str]]) -> list[str | None]:
+    """`truncated_source` of every pair. Deriving them parses every pattern (about a tenth of a second
+    per run, more than reading a small log), so the results are kept on disk between runs; a cache
+    file is used only when it holds exactly these pairs, written atomically, and any failure to read
+    or write it just means deriving them again. ROOTRANK_NO_CACHE=1 turns it off."""
+    if os.environ.get("ROOTRANK_NO_CACHE"):
+        return [truncated_source(pattern, literal) for pattern, literal in pairs]
+    file = _cache_file(pairs)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        rows = data["sources"]
+        if (isinstance(rows, list) and len(rows) == len(pairs)
+                and all(isinstance(row, list) and len(row) == 3 and row[:2] == list(pair)
+                        and (row[2] is None or isinstance(row[2], str)) for row, pair in zip(rows, pairs, strict=True))):
+            return [row[2] for row in rows]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    sources = [truncated_source(pattern, literal) for pattern, literal in pairs]
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"sources": [[*pair, source] for pair, source in zip(pairs, sources, strict=True)]}),
+                       encoding="utf-8")
+        os.replace(tmp, file)
+    except (OSError, TypeError, ValueError):
+        pass
+    return sources
+
+
+def truncated_patterns(patterns: tuple[LogPattern, ...],
+                       sources: dict[tuple[str, str], str | None] | None = None) -> tuple[LogPattern, ...]:
+    """Patterns for cut lines, one per pattern that has one (continuation lines excluded); `sources`
+    holds sources already derived (from the cache on disk)."""
     out = []
     for p in patterns:
-        if p.follows or p.ignore_case or p.after:
+        if not _wanted(p):
             continue
-        source = truncated_source(p.pattern, p.literal)
+        key = (p.pattern, p.literal)
+        source = sources[key] if sources is not None and key in sources else truncated_source(*key)
         if source is not None:
             out.append(replace(p, pattern=source, name=p.name + "~cut"))
     return tuple(out)
@@ -175,7 +229,10 @@ def truncated_library(library: Library) -> Library:
     cached = _LIBRARIES.get(id(library))
     if cached is not None and cached[0] is library:
         return cached[1]
-    entries = {key: replace(entry, patterns=truncated_patterns(entry.patterns))
+    pairs = sorted({(p.pattern, p.literal) for entry in library.entries.values() for p in entry.patterns
+                    if _wanted(p)})
+    sources = dict(zip(pairs, _derived_sources(pairs), strict=True))
+    entries = {key: replace(entry, patterns=truncated_patterns(entry.patterns, sources))
                for key, entry in library.entries.items()}
     cut = Library(entries={k: e for k, e in entries.items() if e.patterns}, problems=[])
     _LIBRARIES[id(library)] = (library, cut)
