@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import json
 import os
 import re
 import sys
@@ -22,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from rootrank.cachefiles import cache_dir, read_json, write_json
 from rootrank.library import Library, LogPattern
 
 # The parser behind `re` (re._parser from Python 3.11, sre_parse before): the tree a pattern compiles from.
@@ -173,8 +173,7 @@ def _cache_file(pairs: list[tuple[str, str]]) -> Path:
         digest.update(b"?")
     for pattern, literal in pairs:
         digest.update(f"{len(pattern)}:{pattern}{len(literal)}:{literal}".encode("utf-8", "surrogatepass"))
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rootrank"
-    return base / f"truncated-{digest.hexdigest()[:20]}.json"
+    return cache_dir() / f"truncated-{digest.hexdigest()[:20]}.json"
 
 
 def _derived_sources(pairs: list[tuple[str, str]]) -> list[str | None]:
@@ -185,24 +184,14 @@ def _derived_sources(pairs: list[tuple[str, str]]) -> list[str | None]:
     if os.environ.get("ROOTRANK_NO_CACHE"):
         return [truncated_source(pattern, literal) for pattern, literal in pairs]
     file = _cache_file(pairs)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-        rows = data["sources"]
-        if (isinstance(rows, list) and len(rows) == len(pairs)
-                and all(isinstance(row, list) and len(row) == 3 and row[:2] == list(pair)
-                        and (row[2] is None or isinstance(row[2], str)) for row, pair in zip(rows, pairs, strict=True))):
-            return [row[2] for row in rows]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    data = read_json(file)
+    rows = data.get("sources") if isinstance(data, dict) else None
+    if (isinstance(rows, list) and len(rows) == len(pairs)
+            and all(isinstance(row, list) and len(row) == 3 and row[:2] == list(pair)
+                    and (row[2] is None or isinstance(row[2], str)) for row, pair in zip(rows, pairs, strict=True))):
+        return [row[2] for row in rows]
     sources = [truncated_source(pattern, literal) for pattern, literal in pairs]
-    try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = file.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"sources": [[*pair, source] for pair, source in zip(pairs, sources, strict=True)]}),
-                       encoding="utf-8")
-        os.replace(tmp, file)
-    except (OSError, TypeError, ValueError):
-        pass
+    write_json(file, {"sources": [[*pair, source] for pair, source in zip(pairs, sources, strict=True)]})
     return sources
 
 

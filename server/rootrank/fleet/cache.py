@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from rootrank import __version__
+from rootrank.cachefiles import cache_dir
 from rootrank.fleet.record import UNREADABLE, RunResult, row_from_json, row_to_json
 from rootrank.fleet.runs import Run
 from rootrank.library import rules_dir
@@ -25,7 +26,7 @@ LOG = logging.getLogger(__name__)
 
 
 def default_cache_path(root: str) -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rootrank" / "scan"
+    base = cache_dir() / "scan"
     key = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
     return base / f"{key}.json"
 

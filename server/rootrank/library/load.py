@@ -8,12 +8,12 @@ problem; every other entry still loads. See docs/entry-format.md for the format.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 from pathlib import Path
 from typing import Any
 
+from rootrank.cachefiles import cache_dir, read_json, write_json
 from rootrank.library.records import Entry, Library, LoadProblem
 from rootrank.library.validate import EntryValidator
 
@@ -119,17 +119,13 @@ class LibraryCache:
     def __init__(self, root: Path) -> None:
         import hashlib
 
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rootrank"
         digest = hashlib.sha1(str(root.resolve()).encode()).hexdigest()[:16]
-        self.file = base / f"library-{digest}.json"
+        self.file = cache_dir() / f"library-{digest}.json"
         self.entries: dict[str, Any] = {}
         self.dirty = False
-        try:
-            data = json.loads(self.file.read_text(encoding="utf-8"))
-            if data.get("version") == self.VERSION and isinstance(data.get("entries"), dict):
-                self.entries = data["entries"]
-        except (OSError, ValueError):
-            pass
+        data = read_json(self.file)
+        if isinstance(data, dict) and data.get("version") == self.VERSION and isinstance(data.get("entries"), dict):
+            self.entries = data["entries"]
 
     @staticmethod
     def _stamp(path: Path) -> list[int]:
@@ -153,12 +149,5 @@ class LibraryCache:
             pass
 
     def save(self) -> None:
-        if not self.dirty:
-            return
-        try:
-            self.file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.file.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"version": self.VERSION, "entries": self.entries}), encoding="utf-8")
-            os.replace(tmp, self.file)
-        except (OSError, TypeError, ValueError):
-            pass
+        if self.dirty:
+            write_json(self.file, {"version": self.VERSION, "entries": self.entries})
