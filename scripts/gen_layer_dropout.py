@@ -38,7 +38,7 @@ def dropout_defaults(config: Any, prefix: str = "", depth: int = 0) -> dict[str,
     return found
 
 
-def model_types(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+def model_types() -> dict[str, dict[str, Any]]:
     """model type -> {"layers": [...], "dropout": {name: default}} for the installed transformers; model types
     whose config or model cannot be built with defaults are left out."""
     import transformers
@@ -50,8 +50,6 @@ def model_types(names: list[str] | None = None) -> dict[str, dict[str, Any]]:
     warnings.simplefilter("ignore")
     table: dict[str, dict[str, Any]] = {}
     for model_type, config_name in sorted(CONFIG_MAPPING_NAMES.items()):
-        if names is not None and model_type not in names:
-            continue
         model_name = modeling_auto.MODEL_MAPPING_NAMES.get(model_type)
         if not isinstance(model_name, str):
             continue

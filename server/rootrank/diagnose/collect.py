@@ -55,17 +55,12 @@ class RankGroup:
 
     event: Event
     bits: bytearray = field(default_factory=bytearray)
-    members: int = 0
-    count: int = 0  # lines
 
     def add(self, rank: int) -> None:
-        self.count += 1
         byte, bit = divmod(rank, 8)
         if byte >= len(self.bits):
             self.bits.extend(bytes(max(byte + 1 - len(self.bits), len(self.bits))))
-        if not self.bits[byte] >> bit & 1:
-            self.bits[byte] |= 1 << bit
-            self.members += 1
+        self.bits[byte] |= 1 << bit
 
     def ranks(self) -> Iterator[int]:
         for byte, value in enumerate(self.bits):
