@@ -429,6 +429,9 @@ def _run_watch(args: argparse.Namespace) -> int:
 
 def _run_lsp(args: argparse.Namespace) -> int:
     import gc
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as in `python -m rootrank.lsp`: Ctrl-C ends it quietly
 
     # As in `python -m rootrank.lsp`: no collections while lsprotocol's many objects are created;
     # the server freezes them and turns the collector back on before serving.

@@ -1,11 +1,14 @@
 """The language server under faults, spoken to in raw JSON-RPC over stdio (what tests/lsp does not cover:
 broken framing and JSON, bursts of edits to a log without a slowed engine, hostile documents, a client that
-vanishes while a diagnosis is running)."""
+vanishes while a diagnosis is running or stops reading, Ctrl-C)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -259,3 +262,61 @@ def test_a_library_that_fails_to_load(raw_lsp, tmp_path: Path) -> None:
     assert "error" not in hover, hover
     assert server.proc.poll() is None
     assert server.shutdown() == 0
+
+
+def _frame(message: dict) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _started_server(tmp_path: Path) -> subprocess.Popen[bytes]:
+    """The server, initialized, with a checkpoint call open (so it has diagnostics to publish)."""
+    process = subprocess.Popen([sys.executable, "-m", "rootrank.lsp"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(), cwd=REPO)
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                "params": {"processId": os.getpid(), "rootUri": tmp_path.as_uri(),
+                                           "capabilities": {}}}))
+    process.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+    process.stdin.write(_frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": (tmp_path / "train.py").as_uri(), "languageId": "python", "version": 1, "text": TRAIN}}}))
+    process.stdin.flush()
+    assert process.stdout.readline().startswith(b"Content-Length")  # the initialize answer is on its way
+    return process
+
+
+def test_client_stops_reading_while_its_stdin_stays_open(tmp_path: Path) -> None:
+    """Regression (seen in the real-VS-Code test after a window reload): the reading end of our stdout closed
+    while stdin stayed open. pygls logged a traceback for every message it could not send and kept serving
+    no one; the server now exits at the first refused write, with one plain line on stderr."""
+    process = _started_server(tmp_path)
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdout.close()
+        for n in range(5):
+            process.stdin.write(_frame({"jsonrpc": "2.0", "id": 10 + n, "method": "textDocument/hover", "params": {
+                "textDocument": {"uri": (tmp_path / "train.py").as_uri()}, "position": {"line": 2, "character": 5}}}))
+        process.stdin.flush()
+        assert process.wait(timeout=20) == 1  # no shutdown request came: status 1, as when stdin ends
+        assert process.stderr is not None
+        stderr = process.stderr.read().decode()
+        assert "Traceback" not in stderr, stderr
+        assert "the client closed the connection" in stderr
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_ctrl_c_ends_the_server_quietly(tmp_path: Path) -> None:
+    """A server started by hand in a terminal: Ctrl-C ends it at once, with no traceback (pygls' loop used
+    to swallow the KeyboardInterrupt and then wait for its reader thread, which waited for stdin)."""
+    process = _started_server(tmp_path)
+    try:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=20) == -signal.SIGINT
+        assert process.stderr is not None
+        stderr = process.stderr.read().decode()
+        assert "Traceback" not in stderr, stderr
+    finally:
+        process.kill()
+        process.wait()

@@ -517,8 +517,11 @@ await check('server-log-clean', async () => {
   const logs = readdirSync(process.env.LOGS_DIR, { recursive: true }).filter(f => String(f).endsWith('rootrank.log'));
   if (!logs.length) throw new Error('no rootrank.log under ' + process.env.LOGS_DIR);
   const text = logs.map(f => readFileSync(join(process.env.LOGS_DIR, String(f)), 'utf8')).join('\n');
-  const bad = text.split('\n').filter(l => /unknown setting|Traceback|failed on|could not read the client's settings|did not start|diagnosis failed/.test(l));
-  if (bad.length) throw new Error('log problems: ' + bad.slice(0, 5).join(' | '));
+  const lines = text.split('\n');
+  const problem = /unknown setting|Traceback|failed on|could not read the client's settings|did not start|diagnosis failed/;
+  // a traceback comes with the 30 lines after it (down to its exception), so that a CI log alone tells what broke
+  const bad = lines.flatMap((l, i) => !problem.test(l) ? [] : l.includes('Traceback') ? [lines.slice(i, i + 31).join('\n')] : [l]);
+  if (bad.length) throw new Error('log problems:\n' + bad.slice(0, 5).join('\n'));
 });
 
 if (failed) console.log('browser console errors (first 10):\n  ' + consoleErrors.slice(0, 10).join('\n  '));

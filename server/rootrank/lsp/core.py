@@ -9,6 +9,7 @@ calls each feature's `register(server)`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -34,7 +35,7 @@ from pygls.workspace import TextDocument
 
 from rootrank.lsp.settings import Settings, has_settings, parse_settings
 from rootrank.lsp.state import DocumentState
-from rootrank.lsp.transport import SKIPPED_METHOD, BoundedReader, uri_problem
+from rootrank.lsp.transport import SKIPPED_METHOD, BoundedReader, ClientOutput, uri_problem
 
 LOG = logging.getLogger("rootrank.lsp")
 
@@ -145,7 +146,17 @@ class RootrankServer(LanguageServer):
             if self.loop is not None:
                 self.log(message, types.MessageType.Warning)
 
-        super().start_io(BoundedReader(stdin or sys.stdin.buffer, skipped), stdout)  # type: ignore[arg-type]
+        super().start_io(BoundedReader(stdin or sys.stdin.buffer, skipped),  # type: ignore[arg-type]
+                         ClientOutput(stdout or sys.stdout.buffer, self.client_gone))  # type: ignore[arg-type]
+
+    def client_gone(self, reason: BaseException) -> None:
+        """Our stdout was closed under us: no one can read an answer any more, so exit now, as when stdin
+        ends (0 after a shutdown request, else 1). Worker threads may hold an abandoned diagnosis; the
+        documents live in the editor, so nothing of the user's is lost."""
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"rootrank: the client closed the connection ({type(reason).__name__}); exiting\n")
+            sys.stderr.flush()
+        os._exit(0 if self.protocol._shutdown else 1)
 
     # ------------------------------------------------------------------ client messages
 

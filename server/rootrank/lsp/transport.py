@@ -1,4 +1,4 @@
-"""What arrives from the client before any feature sees it: the stdin, bounded, and the URIs, checked.
+"""The two pipes to the client: what arrives (the stdin, bounded; the URIs, checked) and what goes back.
 
 pygls' message loop reads through `BoundedReader`; the protocol (core.py) refuses a message whose
 document URI fails `uri_problem`.
@@ -24,10 +24,16 @@ drops the rest in fixed-size chunks, so memory stays bounded and the stream stay
 
 The header rule mirrors pygls' (`Content-Length: N` exactly, CRLF-terminated; the first one in a block
 counts), so the reader and the loop always agree on where a body starts.
+
+`ClientOutput` is handed to `start_io` in place of `sys.stdout.buffer`. pygls writes every message with
+`write` + `flush` and meets a closed pipe (the editor's window reloaded, the client killed) with a logged
+traceback per message and a server that keeps serving nobody while its stdin stays open. The first failed
+write or flush instead calls `on_gone` once (the server exits there); later writes are dropped quietly.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import secrets
@@ -221,6 +227,40 @@ def request_id(prefix: bytes) -> int | str | None:
             method = True
         key = None
     return found if method else None
+
+
+class ClientOutput:
+    """The stdout pygls writes to: `on_gone` runs once, at the first write or flush the pipe refuses.
+
+    Written from the event loop's thread only (pygls hands worker threads' messages to the loop)."""
+
+    def __init__(self, stream: BinaryIO, on_gone: Callable[[BaseException], None]) -> None:
+        self.stream = stream
+        self.on_gone = on_gone
+        self.gone = False
+
+    def write(self, data: bytes) -> int:
+        if not self.gone:
+            try:
+                return self.stream.write(data)
+            except (OSError, ValueError) as exc:  # ValueError: the stream was closed in this process
+                self._lost(exc)
+        return len(data)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.stream.flush()
+            except (OSError, ValueError) as exc:
+                self._lost(exc)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.close()
+
+    def _lost(self, exc: BaseException) -> None:
+        self.gone = True
+        self.on_gone(exc)
 
 
 def _key(token: bytes) -> bytes | None:
