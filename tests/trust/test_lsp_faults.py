@@ -320,3 +320,24 @@ def test_ctrl_c_ends_the_server_quietly(tmp_path: Path) -> None:
     finally:
         process.kill()
         process.wait()
+
+
+def test_shutdown_while_requests_are_pending(raw_lsp, tmp_path: Path) -> None:
+    """Regression (seen in the real-VS-Code test: "Stopping server failed"): pygls 2.1.1's shutdown cancels
+    the pending requests while iterating over the dict that each cancellation removes itself from, so
+    `shutdown` was answered with "RuntimeError: dictionary changed size during iteration". With two
+    diagnoses running, `shutdown` answers null, each pending request gets an answer, and exit gives 0."""
+    server = raw_lsp(cli_env(ROOTRANK_TEST_SLOW_LOGS="1"), command=[sys.executable, str(PATCHED_SERVER)])
+    server.initialize(tmp_path)
+    noise = "".join(f"[rank{i % 4}]:step {i} lr 3e-4 grad_norm 1.21\n" for i in range(3000))
+    pending = [server.request_async("workspace/executeCommand", {"command": "rootrank.diagnose",
+                                                                 "arguments": [noise + ROOT_CAUSE_LOG.read_text()]})
+               for _ in range(2)]
+    time.sleep(0.5)
+    reply = server.request("shutdown", None)
+    assert "error" not in reply, reply["error"]
+    for request_id in pending:
+        server.response(request_id)  # cancelled or finished: answered either way
+    server.notify("exit", None)
+    assert server.proc.wait(timeout=10) == 0
+    assert "Traceback" not in server.stderr, server.stderr

@@ -38,6 +38,7 @@ async function check(name, fn) {
   } catch (e) {
     failed++;
     log(`FAIL ${name}: ${String(e?.message ?? e).split('\n')[0]}`);
+    if (e?.details) console.log(e.details);  // what the check chose to show whole (a log's traceback)
     await page.screenshot({ path: `${OUT}/fail-${name}.png` }).catch(() => {});
     await page.keyboard.press('Escape').catch(() => {});
     return false;
@@ -521,7 +522,7 @@ await check('server-log-clean', async () => {
   const problem = /unknown setting|Traceback|failed on|could not read the client's settings|did not start|diagnosis failed/;
   // a traceback comes with the 30 lines after it (down to its exception), so that a CI log alone tells what broke
   const bad = lines.flatMap((l, i) => !problem.test(l) ? [] : l.includes('Traceback') ? [lines.slice(i, i + 31).join('\n')] : [l]);
-  if (bad.length) throw new Error('log problems:\n' + bad.slice(0, 5).join('\n'));
+  if (bad.length) throw Object.assign(new Error(`log problems (${bad.length})`), { details: bad.slice(0, 5).join('\n') });
 });
 
 if (failed) console.log('browser console errors (first 10):\n  ' + consoleErrors.slice(0, 10).join('\n  '));

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO
 from urllib.parse import unquote
@@ -30,6 +30,7 @@ from pygls.exceptions import (
 )
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
@@ -59,8 +60,23 @@ class RootrankProtocol(LanguageServerProtocol):
     document by a URI no file system can hold (a NUL, control characters, unparsable) is refused before
     any feature sees it: InvalidParams for a request, dropped with a warning for a notification. A request
     too large to read (transport.BoundedReader skipped it and hands on a stand-in with its id) is refused
-    with InvalidRequest.
+    with InvalidRequest. `shutdown` with requests still pending answers null (see `lsp_shutdown`).
     """
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """pygls' shutdown, with its pending requests cancelled from a copy of the table: pygls 2.1.1 iterates
+        over `_request_futures` itself, and each cancellation's callback removes its entry from it, so a
+        shutdown that came while a diagnosis ran was answered "RuntimeError: dictionary changed size during
+        iteration" (the client then kills the server: "Stopping server failed")."""
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
