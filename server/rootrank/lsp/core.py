@@ -68,7 +68,9 @@ class RootrankProtocol(LanguageServerProtocol):
         """pygls' shutdown, with its pending requests cancelled from a copy of the table: pygls 2.1.1 iterates
         over `_request_futures` itself, and each cancellation's callback removes its entry from it, so a
         shutdown that came while a diagnosis ran was answered "RuntimeError: dictionary changed size during
-        iteration" (the client then kills the server: "Stopping server failed")."""
+        iteration" (the client then kills the server: "Stopping server failed"), `_shutdown` was never set, and the
+        client's answer to our own cancelled `workspace/configuration` then hit a cancelled future
+        (InvalidStateError). Once `_shutdown` is set, pygls drops such late answers."""
         if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
             yield user_handler, args, None
         current = self.msg_id
