@@ -25,16 +25,17 @@ def test_diagnose_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[st
     code, out, _ = run(capsys, "diagnose", "--format", "json", str(log))
     assert code == 1
     data = json.loads(out)
-    assert data["schema"] == "rootrank.diagnosis/1"
+    assert data["schema"] == "rootrank.diagnosis/2"
     root = data["root_cause"]
     assert root["rule"] == "memory.cuda-oom" and root["rank"] == 2 and root["severity"] == "error"
     for key in ("title", "host", "line", "evidence", "why", "fix", "verify", "references"):
         assert key in root
     assert root["evidence"][0]["rank"] == 2 and "CUDA out of memory" in root["evidence"][0]["text"]
-    for key in ("candidates", "collateral", "findings", "ranks_seen"):
+    for key in ("candidates", "collateral", "findings"):
         assert isinstance(data[key], list)
     assert data["findings"][0]["role"] == "cause" and data["findings"][0]["count"] == 1
-    assert data["ranks_seen"] == [0, 2]
+    assert data["findings"][0]["ranks"] == "2" and data["findings"][0]["rank_count"] == 1
+    assert data["ranks_seen"] == "0,2" and data["ranks_seen_count"] == 2  # ranges at any size (schema 2)
 
 
 def test_clean_log_exits_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { compressRanks, contentSecurityPolicy, groupCollateral, jsonForHtml, renderReport } from '../src/report/html';
-import { checkDiagnosis, toDiagnosis } from '../src/types';
+import { checkDiagnosis, rankRuns, runsCount, runsHave, toDiagnosis } from '../src/types';
 import type { Diagnosis } from '../src/types';
 
 const fixture = (): Diagnosis => toDiagnosis(JSON.parse(readFileSync(join(__dirname, '..', '..', 'test', 'fixtures', 'diagnosis-rank2.json'), 'utf8')));
@@ -56,6 +56,24 @@ test('rank lists are compressed; collateral groups by rule in log order', () => 
     { rank: 3, rule: 'b', line: 40 }, { rank: 1, rule: 'a', line: 30 }, { rank: 2, rule: 'b', line: 20 },
   ]);
   assert.deepEqual(groups.map(g => [g.rule, g.ranks, g.firstLine]), [['b', [3, 2], 20], ['a', [1], 30]]);
+});
+
+test('rank sets: ranges (schema 2) and lists (schema 1) read into the same runs', () => {
+  assert.deepEqual(rankRuns('0-2,4,7-9'), [[0, 2], [4, 4], [7, 9]]);
+  assert.deepEqual(rankRuns([3, 1, 2, 0, 7, 5, 6, 9]), [[0, 3], [5, 7], [9, 9]]);
+  assert.deepEqual(rankRuns('0-999999'), [[0, 999999]]);
+  assert.deepEqual(rankRuns('5-3,x,,2'), [[2, 2]]);  // nonsense parts are dropped, not guessed
+  assert.deepEqual(rankRuns(undefined), []);
+  assert.equal(runsCount(rankRuns('0-9,20-29')), 20);
+  assert.ok(runsHave(rankRuns('0-9,20-29'), 25) && !runsHave(rankRuns('0-9,20-29'), 15));
+});
+
+test('a schema 1 diagnosis (a server from before rank ranges) still reads', () => {
+  const old: unknown = JSON.parse(readFileSync(join(__dirname, '..', '..', 'test', 'fixtures', 'diagnosis-rank2-schema1.json'), 'utf8'));
+  assert.equal(checkDiagnosis(old), undefined);
+  assert.deepEqual(toDiagnosis(old).ranks_seen, [[1, 3]]);
+  assert.deepEqual(fixture().ranks_seen, [[1, 3]]);
+  assert.match(renderReport(toDiagnosis(old), ctx), /rank 2/);
 });
 
 test('schema check', () => {

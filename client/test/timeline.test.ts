@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { layoutTimeline, renderTimeline } from '../src/report/timeline';
-import { toDiagnosis } from '../src/types';
+import { rankRuns, toDiagnosis } from '../src/types';
 import type { Diagnosis } from '../src/types';
 
 const fixture = (): Diagnosis => toDiagnosis(JSON.parse(readFileSync(join(__dirname, '..', '..', 'test', 'fixtures', 'diagnosis-rank2.json'), 'utf8')));
@@ -49,9 +49,18 @@ test('event text is escaped (it comes from the log)', () => {
 test('empty timeline draws nothing; many quiet ranks are summarised', () => {
   assert.equal(renderTimeline({ timeline: [], ranks_seen: [], root_cause: null }), '');
   const d = fixture();
-  d.ranks_seen = Array.from({ length: 128 }, (_, i) => i);
+  d.ranks_seen = [[0, 127]];
   const svg = renderTimeline(d, { maxRows: 8 });
   assert.match(svg, /125 ranks without events are not drawn/);
+});
+
+test('a million ranks, written as one range, are counted, not listed', () => {
+  const d = fixture();
+  d.ranks_seen = rankRuns('0-999999');
+  const layout = layoutTimeline(d);
+  assert.deepEqual(layout.rows.filter(r => r !== null), [1, 2, 3]);
+  assert.equal(layout.hiddenRows, 999997);
+  assert.match(renderTimeline(d), /999997 ranks without events are not drawn/);
 });
 
 test('drawn at the width the webview measured (text is never scaled down)', () => {

@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rootrank.ranks import RankSet
+
 
 class Severity(str, enum.Enum):
     ERROR = "error"
@@ -162,7 +164,7 @@ class FindingSummary:
     rank: int | None  # the first rank that showed it
     line: int  # the first line that showed it
     count: int
-    ranks: tuple[int, ...] = ()
+    ranks: RankSet = field(default_factory=lambda: RankSet().freeze())  # the ranks that printed it (frozen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +186,7 @@ class Diagnosis:
     candidates: tuple[Candidate, ...]
     collateral: tuple[Collateral, ...]
     findings: tuple[FindingSummary, ...]
-    ranks_seen: tuple[int, ...]
+    ranks_seen: RankSet  # frozen; a million ranks cost bits (rootrank.ranks)
     timeline: tuple[TimelineItem, ...] = ()
     lines_read: int = 0
     sources: tuple[str, ...] = ()
@@ -264,6 +266,8 @@ class Finding:
 
 def ranks_text(ranks: Iterable[int]) -> str:
     """A compact rank list, as people write it: 0-2,4-7."""
+    if isinstance(ranks, RankSet):
+        return ranks.text()
     values = sorted(set(ranks))
     parts: list[str] = []
     i = 0

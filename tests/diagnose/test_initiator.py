@@ -88,7 +88,7 @@ def test_single_process_traceback_has_no_rank() -> None:
 def test_clean_output_has_no_root_cause() -> None:
     d = diagnose_text("\n".join(f"[rank{r}]: step {s} | loss 0.{s}" for s in range(20) for r in range(4)))
     assert d.root_cause is None
-    assert d.ranks_seen == (0, 1, 2, 3)
+    assert d.ranks_seen == {0, 1, 2, 3}
 
 
 def _agent_table(host: str, rows: list[tuple[int, int, int, int]], root: tuple[int, int, int, int]) -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rootrank.diagnose import diagnose_paths, diagnose_text
 from rootrank.diagnose.launcher import ChildExit, LauncherReport
+from rootrank.ranks import RankSet
 from rootrank.render.json import diagnosis_to_json
 from rootrank.render.markdown import render_markdown
 from rootrank.render.text import render_text
@@ -63,14 +64,14 @@ def test_single_launcher_line_names_the_rank_single_node_assumed() -> None:
 
 def test_prefixes_of_an_agents_own_file_give_its_first_rank() -> None:
     report = LauncherReport()
-    report.prefix_ranks = {"node-b": {4, 5, 6, 7}}
+    report.prefix_ranks = {"node-b": RankSet({4, 5, 6, 7})}
     report.sources = {"node-b": {"b.log"}, "node-a": {"a.log"}}
     report.sigterm_pids = [("node-a", 10)]
     report.exits = [ChildExit(1, "b.log", local_rank=1, exitcode=-9, pid=11, first_observed=True, agent="node-b"),
                     ChildExit(2, "b.log", local_rank=3, exitcode=-15, pid=13, agent="node-b")]
     assert report.global_rank("node-b", 1) == 5
     assert report.global_rank_how("node-b", 1)[1] == "its workers' [rankN] prefixes"
-    report.prefix_ranks = {"node-b": {6}}  # one traceback: not enough to place the node
+    report.prefix_ranks = {"node-b": RankSet({6})}  # one traceback: not enough to place the node
     assert report.global_rank("node-b", 1) is None
 
 

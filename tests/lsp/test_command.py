@@ -48,7 +48,7 @@ def _terminal_paste(text: str, width: int = 100) -> str:
 async def test_diagnose_names_the_initiating_rank(client: LanguageClient):
     log = RUN / "log.txt"
     result = await _diagnose(client, log.read_text(encoding="utf-8"))
-    assert result["schema"] == "rootrank.diagnosis/1"
+    assert result["schema"] == "rootrank.diagnosis/2"
     assert result["root_cause"]["rank"] == _expected_rank(log) == 2
     assert "# " in result["markdown"] or "**" in result["markdown"]
 

@@ -133,7 +133,7 @@ def assert_well_behaved(run: Run, *, expect_json: bool = True) -> Any:
         return None
     if expect_json:
         data = json.loads(run.stdout)
-        assert data["schema"] == "rootrank.diagnosis/1"
+        assert data["schema"] == "rootrank.diagnosis/2"
         return data
     return None
 

@@ -3,6 +3,7 @@ does, instead of reading it whole (its peak memory does not grow with the log), 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from rootrank.diagnose import diagnose_paths
@@ -64,26 +65,54 @@ def _cli_peak(log: Path) -> tuple[float, dict[str, object]]:
     return float(peak), json.loads(report)
 
 
-def test_a_cascade_of_many_ranks_costs_bits_not_events(tmp_path: Path) -> None:
-    """Item 6: 100,000 ranks with one gloo timeout each (the lines torch 2.13 printed in the gloo fixtures)
-    and one rank's ValueError first. Past the first ranks of one symptom line, a rank is a bit in a
-    RankGroup: the diagnosis is the same, and memory grows by far less than an event per rank (before the
-    groups: 215 MiB; bench/bench_memory.py reports the figures)."""
+def _peaks(tmp_path: Path, sizes: tuple[int, ...], *flags: str) -> list[tuple[float, dict[str, object]]]:
+    """For each rank count, a `bench/gen_ranks.py` log (with `flags`), the CLI's peak RSS and JSON on it, and
+    the checks every size must pass: rank N // 3's ValueError first, every other rank collateral."""
     import subprocess
     import sys
 
     generator = Path(__file__).resolve().parents[2] / "bench" / "gen_ranks.py"
-    small, big = tmp_path / "ranks-1000.log", tmp_path / "ranks-100000.log"
-    for path, ranks in ((small, 1000), (big, 100_000)):
-        subprocess.run([sys.executable, str(generator), str(path), "--ranks", str(ranks)], check=True, timeout=120)
-    base, small_report = _cli_peak(small)
-    peak, report = _cli_peak(big)
-    for got, ranks in ((small_report, 1000), (report, 100_000)):
+    out = []
+    for ranks in sizes:
+        path = tmp_path / f"ranks-{ranks}.log"
+        subprocess.run([sys.executable, str(generator), str(path), "--ranks", str(ranks), *flags],
+                       check=True, timeout=120)
+        peak, got = _cli_peak(path)
         root = got["root_cause"]
         assert isinstance(root, dict)
         assert root["rank"] == ranks // 3 and root["rule"] == "process.uncaught-exception"
-        assert got["collateral_count"] == ranks - 1
+        assert got["collateral_count"] == ranks - 1 and got["ranks_seen"] == f"0-{ranks - 1}"
+        out.append((peak, got))
+    return out
+
+
+def test_a_cascade_of_many_ranks_costs_bits_not_events(tmp_path: Path) -> None:
+    """Item 6: 100,000 ranks with one gloo timeout each (the lines torch 2.13 printed in the gloo fixtures)
+    and one rank's ValueError first. Past the first ranks of one symptom line, a rank is a bit in a
+    RankGroup, and every rank set is a `RankSet` (bits past a few thousand ranks) written as ranges: the
+    diagnosis is the same, memory grows by far less than an event per rank (before the groups: 215 MiB more;
+    before the rank sets: 65 MiB more) and the JSON does not grow with the ranks (bench/bench_memory.py
+    reports the figures)."""
+    (base, small_report), (peak, report) = _peaks(tmp_path, (1000, 100_000))
+    for got, ranks in ((small_report, 1000), (report, 100_000)):
+        assert got["ranks_seen_count"] == ranks
+        timeouts = [f for f in got["findings"] if f["rank_count"] == ranks - 1]  # type: ignore[union-attr]
+        assert timeouts and timeouts[0]["ranks"] == f"0-{ranks // 3 - 1},{ranks // 3 + 1}-{ranks - 1}"
     print(f"peak RSS {base:.0f} MiB at 1,000 ranks, {peak:.0f} MiB at 100,000")
-    # An event per rank cost about 1.8 KB (180 MiB more at 100,000 ranks); a grouped rank some 0.6 KB
-    # (the rank sets every diagnosis keeps), so 100 MiB more is the bound, with room for other interpreters.
-    assert peak - base < 100, (base, peak)
+    # An event per rank cost about 1.8 KB (180 MiB more at 100,000 ranks), a rank in Python int sets some
+    # 0.6 KB (65 MiB more); as bits the growth is the reading of a 16 MB log (about 30 MiB here), so 50.
+    assert peak - base < 50, (base, peak)
+    assert len(json.dumps(report)) < len(json.dumps(small_report)) + 1024  # ranges: the same size at any count
+
+
+def test_a_cascade_of_tracebacks_costs_bits_too(tmp_path: Path) -> None:
+    """Real ranks print their timeout at the end of a traceback (the gloo fixtures), one block per rank. A
+    block is decided when it can take no more lines (the grouper's on_close): past the first ranks of the
+    same symptom it becomes a bit as a stand-alone line does. Before: about 1.6 KB a rank (210 MiB at
+    100,000 ranks); the diagnosis is the same."""
+    (base, small_report), (peak, report) = _peaks(tmp_path, (1000, 50_000), "--tracebacks")
+    for got in (small_report, report):
+        groups = got["collateral_ranges"]
+        assert [g["rule"] for g in groups] == ["distributed.collective-timeout"]  # type: ignore[index]
+    print(f"peak RSS {base:.0f} MiB at 1,000 ranks' tracebacks, {peak:.0f} MiB at 50,000")
+    assert peak - base < 40, (base, peak)  # an event per rank: about 80 MiB more

@@ -5,6 +5,7 @@
  * VS Code theme variables), so the picture follows light, dark and high-contrast themes. Pure: no DOM, no vscode.
  */
 import { escapeHtml } from './markdown';
+import { runsCount, runsFirst, runsHave } from '../types';
 import type { Diagnosis, TimelineEvent } from '../types';
 
 export interface TimelineOptions {
@@ -31,17 +32,25 @@ const AXIS = 30;
 /** Which rows and which horizontal scale the picture uses. */
 export function layoutTimeline(d: Pick<Diagnosis, 'timeline' | 'ranks_seen' | 'root_cause'>, maxRows = 32): TimelineLayout {
   const events = d.timeline;
-  const ranks = new Set<number>(d.ranks_seen);
-  for (const e of events) if (e.rank !== null) ranks.add(e.rank);
-  let rows: (number | null)[] = [...ranks].sort((a, b) => a - b);
   const initiating = d.root_cause?.rank ?? null;
+  // ranks_seen may stand for a million ranks (as runs): only the ranks with events, the initiating one
+  // and, when few, the quiet ones become rows; the rest is counted, never listed
+  const extra = new Set<number>();
+  for (const e of events) {
+    if (e.rank !== null && !runsHave(d.ranks_seen, e.rank)) extra.add(e.rank);
+  }
+  const total = runsCount(d.ranks_seen) + extra.size;
+  let rows: (number | null)[];
   let hiddenRows = 0;
-  if (rows.length > maxRows) {
+  if (total <= maxRows) {
+    rows = [...runsFirst(d.ranks_seen, total), ...extra].sort((a, b) => a - b);
+  } else {
     // keep the initiating rank and the ranks with events; drop quiet ranks first
     const withEvents = new Set(events.map(e => e.rank));
-    const keep = rows.filter(r => r === initiating || withEvents.has(r)).slice(0, maxRows);
-    hiddenRows = rows.length - keep.length;
-    rows = keep;
+    const keep = new Set<number>([...withEvents].filter((r): r is number => r !== null));
+    if (initiating !== null && runsHave(d.ranks_seen, initiating)) keep.add(initiating);
+    rows = [...keep].sort((a, b) => a - b).slice(0, maxRows);
+    hiddenRows = total - rows.length;
   }
   if (events.some(e => e.rank === null)) rows.push(null);
   const axis = events.length > 0 && events.every(e => typeof e.time === 'number') ? 'time' : 'order';

@@ -84,6 +84,7 @@ class Pipeline:
         self.loose = frozenset(e.id for e in self.library.entries.values()
                                if e.priority <= LOOSE_PRIORITY or e.role is Role.CONTEXT)
         self.collector.ignored_blocks = self.scanner.tracebacks.ignored
+        self.scanner.tracebacks.on_close = self.collector.close_block
 
     def match_cut(self, text: str) -> Matches:
         """Patterns for a line cut short (built on first need: most logs have no cut lines to ask about)."""
@@ -201,6 +202,7 @@ class Pipeline:
 
     def result(self) -> Diagnosis:
         """The diagnosis of what was fed so far; feeding may go on (the collected state is not changed)."""
+        self.collector.compact()
         collected = self.collector.out
         ranks_seen = collected.ranks_seen | self.census.ranks
         local_ranks_seen = collected.local_ranks_seen

@@ -8,20 +8,23 @@ upload, a skipped bad sample) keeps the first KEEP_BLOCKS_PER_RANK_AND_RULE of e
 blocks past that are followed only while they may still be open (the latest MAX_PARKED_BLOCKS), in case
 a later line of one names it by an entry with room left. A cascade (a timeout line from each of a million
 ranks) keeps the first FULL_PER_SIGNATURE ranks of each identical line as events and the rest as bits of a
-RankGroup, since they tell the initiator nothing the first ones do not but that they suffered.
+RankGroup, since they tell the initiator nothing the first ones do not but that they suffered; so does a
+cascade of tracebacks, one per rank, each decided when its block can take no more lines (close_block). Rank sets
+(`ranks_seen`, each entry's ranks, a group's ranks) are `RankSet`s: bits, not ints, past a few thousand.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from rootrank.diagnose import stacks
 from rootrank.diagnose.shapes import ALIKE, ShapeMemo, digit_classes
 from rootrank.library import Entry, Library
 from rootrank.model import Event, LogLine, Role, Severity
+from rootrank.ranks import MAX_BIT_RANK, RankSet
 
 KEEP_PER_RANK_AND_RULE = 8
 KEEP_BLOCKS_PER_RANK_AND_RULE = 64
@@ -30,7 +33,6 @@ KEPT_LINE_CHARS = 4096  # of an event's line (evidence shows at most 2000)
 KEPT_FIELD_CHARS = 1000  # of a captured field (they fill fix texts and messages)
 FULL_PER_SIGNATURE = 64  # ranks kept as whole events per symptom signature; the others as bits (RankGroup)
 MAX_SIGNATURES = 4096  # signatures followed at once: lines that differ per rank (a pid, a host) are not grouped
-MAX_GROUPED_RANK = 1 << 24  # a bitmap of 2 MiB at most; a larger "rank" is kept as an event
 # The collective a traceback was waiting in, from its c10d frame: `distributed_c10d.py", line 3151, in broadcast`.
 _C10D_FRAME = re.compile(r'distributed_c10d\.py", line \d+, in (?P<op>[a-z_]+)')
 _C10D_SKIP = {"wrapper", "wait", "_wait", "barrier_wrapper"}
@@ -43,7 +45,7 @@ class RuleCount:
     count: int = 0
     first: Event | None = None
     last: Event | None = None  # the state at the end of the run (the last save message, say)
-    ranks: set[int] = field(default_factory=set)
+    ranks: RankSet = field(default_factory=RankSet)
 
 
 @dataclass
@@ -54,21 +56,7 @@ class RankGroup:
     the first ones do not (same fields), but they count as ranks that suffered."""
 
     event: Event
-    bits: bytearray = field(default_factory=bytearray)
-
-    def add(self, rank: int) -> None:
-        byte, bit = divmod(rank, 8)
-        if byte >= len(self.bits):
-            self.bits.extend(bytes(max(byte + 1 - len(self.bits), len(self.bits))))
-        self.bits[byte] |= 1 << bit
-
-    def ranks(self) -> Iterator[int]:
-        for byte, value in enumerate(self.bits):
-            if value:
-                base = byte * 8
-                for bit in range(8):
-                    if value >> bit & 1:
-                        yield base + bit
+    ranks: RankSet = field(default_factory=RankSet)
 
 
 @dataclass
@@ -77,7 +65,7 @@ class Collected:
 
     units: list[Event] = field(default_factory=list)  # block winners and stand-alone events, in order
     counts: dict[str, RuleCount] = field(default_factory=lambda: defaultdict(RuleCount))
-    ranks_seen: set[int] = field(default_factory=set)
+    ranks_seen: RankSet = field(default_factory=RankSet)
     local_ranks_seen: set[int] = field(default_factory=set)
     hosts: dict[int, str] = field(default_factory=dict)
     # pid -> rank, from lines whose prefixes name both (Ray's "(RayTrainWorker pid=835, ip=...) [rank1]: ...");
@@ -89,12 +77,12 @@ class Collected:
     sources: list[str] = field(default_factory=list)
 
 
-def grouped_ranks(collected: Collected, keep: Callable[[Event], bool]) -> set[int]:
+def grouped_ranks(collected: Collected, keep: Callable[[Event], bool]) -> RankSet:
     """The ranks of every RankGroup whose first event `keep` accepts (the others are units already)."""
-    out: set[int] = set()
+    out = RankSet()
     for group in collected.groups:
         if keep(group.event):
-            out.update(group.ranks())
+            out |= group.ranks
     return out
 
 
@@ -116,6 +104,7 @@ class EventCollector:
         self._order = 0
         self._signatures: dict[tuple[object, ...], int | RankGroup] = {}  # -> ranks kept whole, then the group
         self._last_kept: tuple[object, tuple[str, int | None]] | None = None  # the newest stand-alone unit
+        self._holes = 0  # units that close_block moved into a RankGroup, not yet squeezed out (compact)
         # A cascade's lines show the same stacks per shape (other ranks, other pids): looked for once.
         self._stacks_in = ShapeMemo(_STACK_DIGITS, stacks.stacks_in)
 
@@ -125,7 +114,8 @@ class EventCollector:
         self._order += 1
         out = self.out
         if line.rank is not None and not line.quoted:
-            out.ranks_seen.add(line.rank)
+            if line.rank not in out.ranks_seen.small:  # the common case at C speed (see RankSet.small)
+                out.ranks_seen.add(line.rank)
             if line.host and line.rank not in out.hosts:
                 out.hosts[line.rank] = line.host
             if line.pid is not None and out.pid_ranks.get(line.pid, line.rank) != line.rank:
@@ -210,7 +200,7 @@ class EventCollector:
             return
         event = self.out.units[-1]
         rank = event.line.rank
-        if event.role is not Role.SYMPTOM or rank is None or not 0 <= rank < MAX_GROUPED_RANK \
+        if event.role is not Role.SYMPTOM or rank is None or not 0 <= rank < MAX_BIT_RANK \
                 or not self._grouped(event, rank):
             return
         self.out.units.pop()
@@ -219,6 +209,45 @@ class EventCollector:
         self._kept[key] -= 1
         if self._kept[key] <= 0:
             del self._kept[key]
+
+    def close_block(self, block: int) -> None:
+        """The traceback grouper's word that `block` takes no more lines: its bookkeeping goes, and a symptom
+        block whose signature already has FULL_PER_SIGNATURE ranks kept whole leaves `units` for its
+        RankGroup, as a stand-alone line does in `settle` (a million ranks' tracebacks cost bits). Its place
+        in `units` is a hole until `compact` (called before anyone reads the units)."""
+        self._block_op.pop(block, None)
+        event = self._blocks.pop(block, None)
+        index = self._block_index.pop(block, None)
+        if event is None or index is None:
+            return
+        rank = event.line.rank
+        if event.role is not Role.SYMPTOM or event.line.quoted or rank is None or not 0 <= rank < MAX_BIT_RANK \
+                or block in self.ignored_blocks or not self._grouped(event, rank):
+            return
+        self.out.units[index] = None  # type: ignore[call-overload]  # a hole: compact() squeezes it out
+        self._holes += 1
+        key = (event.rule, rank)
+        self._kept_blocks[key] -= 1
+        if self._kept_blocks[key] <= 0:
+            del self._kept_blocks[key]
+        if self._holes > 4096 and self._holes * 2 > len(self.out.units):
+            self.compact()
+
+    def compact(self) -> None:
+        """Squeeze out the holes close_block left in `units`; the indices of open blocks move with them."""
+        if not self._holes:
+            return
+        units = self.out.units
+        moved: list[int] = []  # old index -> new index
+        kept: list[Event] = []
+        for unit in units:
+            moved.append(len(kept))
+            if unit is not None:
+                kept.append(unit)
+        for key, old in self._block_index.items():
+            self._block_index[key] = moved[old]
+        units[:] = kept
+        self._holes = 0
 
     def _grouped(self, event: Event, rank: int) -> bool:
         """True when the event joined its signature's RankGroup instead of becoming a unit."""
@@ -230,13 +259,13 @@ class EventCollector:
                 self._signatures[signature] = 1
             return False
         if isinstance(held, RankGroup):
-            held.add(rank)
+            held.ranks.add(rank)
             return True
         if held < FULL_PER_SIGNATURE:
             self._signatures[signature] = held + 1
             return False
         group = RankGroup(event)
-        group.add(rank)
+        group.ranks.add(rank)
         self._signatures[signature] = group
         self.out.groups.append(group)
         return True

@@ -14,14 +14,17 @@ candidates (see `HostEvidence`).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from rootrank.diagnose.collect import Collected, grouped_ranks, is_error_cause
 from rootrank.diagnose.launcher import LauncherReport, agent_of
 from rootrank.model import Event, Role, Severity, ranks_text
+from rootrank.ranks import RankSet
 
 STALLED_RULE = "distributed.rank-stalled"
 MISMATCH_RULE = "distributed.collective-mismatch"
@@ -31,6 +34,7 @@ SIGNAL_RULE = "process.killed-signal"
 EXITED_RULE = "process.exited-nonzero"
 CAUSE_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"}
 NAN_RULE = "numerics.nan-loss"
+MAX_CANDIDATES = 64  # ranks named one by one as candidates; all of them are in the undecided text, as ranges
 AMP_WARMUP_STEPS = 16  # GradScaler halves 65536 at most 16 times before the scale reaches 1
 _FINITE_LOSS = re.compile(r"\bloss'?\"?\s?[:=]?\s?(?P<value>-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
 
@@ -115,11 +119,11 @@ class InitiatorFinder:
         ranks = {self.global_rank(agent, lr) for agent, lr in self.launcher.survivors()}
         return {r for r in ranks if r is not None}
 
-    def _world(self) -> set[int]:
-        world = set(self.col.ranks_seen)
-        world |= self.launcher.all_ranks()
+    def _world(self) -> RankSet:
+        world = RankSet(self.col.ranks_seen)
+        world.update(self.launcher.all_ranks())
         if self.launcher.world_size:
-            world |= set(range(self.launcher.world_size))
+            world.add_range(0, self.launcher.world_size)
         return world
 
     # ------------------------------------------------------------------ decision
@@ -131,7 +135,7 @@ class InitiatorFinder:
             causes = [u for u in self.col.units if u.line.quoted and is_error_cause(u)]
         # A death the launcher reports (exit -6 after a watchdog abort, say) is a consequence on a rank
         # that printed its own symptoms; the launcher's line is then not a cause of its own.
-        suffering = {u.line.rank for u in units if u.role is Role.SYMPTOM and u.line.rank is not None}
+        suffering = RankSet(u.line.rank for u in units if u.role is Role.SYMPTOM and u.line.rank is not None)
         suffering |= grouped_ranks(self.col, lambda e: not self._amp_warmup(e))
         causes = [e for e in causes if e.line.rank is not None or self._event_rank(e) not in suffering]
         if causes:
@@ -352,15 +356,16 @@ class InitiatorFinder:
             return only, f"rank {only} is the only child that exited with an error code"
         return None, ""
 
-    def _suffering(self) -> set[int]:
+    def _suffering(self) -> RankSet:
         """Ranks that printed what they suffered (a lost peer, a timeout)."""
-        out: set[int] = set()
+        out = RankSet()
         for u in self.col.units:
             if u.role is Role.SYMPTOM and not u.line.quoted:
                 rank = self._event_rank(u)
                 if rank is not None:
                     out.add(rank)
-        return out | grouped_ranks(self.col, lambda e: True)
+        out |= grouped_ranks(self.col, lambda e: True)
+        return out
 
     def _launcher_first_exit(self, verdict: Verdict, ranked: dict[int, Event]) -> None:
         """A child that exited first, printed nothing, while the rank we see failing was still alive."""
@@ -400,10 +405,12 @@ class InitiatorFinder:
         first_symptom = min(symptoms, key=lambda e: e.order)
         world = self._world()
         grouped = grouped_ranks(self.col, lambda e: e.severity is Severity.ERROR and not self._amp_warmup(e))
-        suffered_ranks = set(suffered) | grouped
-        missing = sorted(world - suffered_ranks)
-        victims = ranks_text(list(suffered_ranks))
-        if len(missing) == 1:
+        suffered_ranks = RankSet(suffered)
+        suffered_ranks |= grouped
+        absent = world - suffered_ranks
+        missing = list(itertools.islice(absent, MAX_CANDIDATES + 1))  # all of them when few; then only tested
+        victims = suffered_ranks.text()
+        if len(absent) == 1:
             rank = missing[0]
             exited = self._silent_exit(rank, first_symptom, victims)
             if exited is not None:
@@ -417,7 +424,7 @@ class InitiatorFinder:
         # Only when some rank did suffer: with no rank named at all (a launcher's or a framework's shutdown
         # message without a rank prefix), rank 0 is no more likely than any other.
         if suffered_ranks and 0 not in suffered_ranks and (0 in missing or not world or world == suffered_ranks):
-            candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing if r != 0]
+            candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing[:MAX_CANDIDATES] if r != 0]
             numel = first_symptom.fields.get("numel_in") or first_symptom.fields.get("numel")
             barrier = " in a 1-element barrier" if numel == "1" else ""
             return Verdict(rank=0, cause=first_symptom, rule=STALLED_RULE, decided_by="rank 0 absent from the timeouts",
@@ -425,12 +432,12 @@ class InitiatorFinder:
                                     f"timeout: rank 0 is where serial work (checkpoint save, data preparation, "
                                     f"evaluation) runs while the others wait"],
                            candidates=candidates)
-        candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing]
+        candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing[:MAX_CANDIDATES]]
         return Verdict(rank=None, cause=first_symptom, rule=first_symptom.rule, decided_by="undecided",
                        candidates=candidates,
                        undecided=(f"ranks {victims} only suffered" if victims else "the log holds only symptoms")
                                  + f" ({first_symptom.rule}); the log does not show "
-                                 f"which rank stopped first" + (f"; candidates: {ranks_text(missing)}" if missing else ""))
+                                 f"which rank stopped first" + (f"; candidates: {absent.text()}" if absent else ""))
 
     def _named_culprit(self, symptoms: list[Event]) -> Verdict | None:
         """Desync reports, flight-recorder analyses and NCCL peers that name the rank others wait for."""
@@ -665,7 +672,7 @@ class HostEvidence:
         exited = self._exited_on_its_own(on_host)
         if exited is not None:
             return exited
-        suffered = {r for u in units if u.role is Role.SYMPTOM and (r := self.finder._event_rank(u)) is not None}
+        suffered = RankSet(r for u in units if u.role is Role.SYMPTOM and (r := self.finder._event_rank(u)) is not None)
         suffered |= grouped_ranks(self.finder.col, lambda e: True)
         silent = [r for r in on_host if r not in suffered]
         if len(silent) == 1 and len(on_host) > 1:
@@ -697,27 +704,90 @@ class HostEvidence:
         return next(iter(found.items()))
 
 
-def collateral_by_rank(collected: Collected, verdict: Verdict, finder: InitiatorFinder) -> dict[int, Event]:
+@dataclass
+class CollateralRanks:
+    """For every rank but the initiating one, the first thing it suffered (or raised): ranks one by one where
+    their own lines decided, and whole RankSets for the ranks of a RankGroup (a cascade of a million ranks
+    stays a few bitmaps). A rank is in exactly one of them."""
+
+    by_rank: dict[int, Event] = field(default_factory=dict)  # in the order the units were met
+    groups: list[tuple[RankSet, Event]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.by_rank) + sum(len(ranks) for ranks, _ in self.groups)
+
+    def __bool__(self) -> bool:
+        return bool(self.by_rank) or any(ranks for ranks, _ in self.groups)
+
+    def ranks(self) -> RankSet:
+        out = RankSet(self.by_rank)
+        for ranks, _ in self.groups:
+            out |= ranks
+        return out
+
+    def lowest(self, count: int) -> list[tuple[int, Event]]:
+        """The `count` lowest ranks with what they suffered, lowest first."""
+        streams = [sorted(self.by_rank.items())]
+        streams += [((rank, event) for rank in ranks) for ranks, event in self.groups]  # type: ignore[misc]
+        return list(itertools.islice(heapq.merge(*streams, key=lambda item: item[0]), count))
+
+    def events(self) -> list[Event]:
+        """What was suffered, one event a rank for the ranks met one by one, then one a group."""
+        return [*self.by_rank.values(), *(event for _, event in self.groups)]
+
+    def by_rule(self) -> dict[str, tuple[RankSet, Event]]:
+        """The ranks that suffered each entry, with the first event of it, in the order of those events."""
+        out: dict[str, tuple[RankSet, Event]] = {}
+        entries: list[tuple[Event, Iterable[int]]] = [(event, (rank,)) for rank, event in self.by_rank.items()]
+        entries += [(event, ranks) for ranks, event in self.groups]
+        for event, ranks in sorted(entries, key=lambda pair: pair[0].order):
+            held = out.get(event.rule)
+            if held is None:
+                out[event.rule] = (RankSet(ranks), event)
+            else:
+                held[0].update(ranks)
+        return out
+
+
+def collateral_by_rank(collected: Collected, verdict: Verdict, finder: InitiatorFinder) -> CollateralRanks:
     """For every other rank, the first thing it suffered (or raised)."""
     def preference(event: Event) -> tuple[int, int, int]:
         # What a rank suffered says more than its warnings; its own lines more than a launcher's echo.
         role = 2 if event.role is Role.SYMPTOM else 1 if event.severity is Severity.ERROR else 0
         return role, 0 if event.line.quoted else 1, -event.order
 
-    out: dict[int, Event] = {}
+    out = CollateralRanks()
+    by_rank = out.by_rank
     for event in collected.units:
         rank = finder._event_rank(event)
         if rank is None or rank == verdict.rank or event.role is Role.CONTEXT:
             continue
         if event.role is Role.CAUSE and event.severity is not Severity.ERROR:
             continue
-        current = out.get(rank)
+        current = by_rank.get(rank)
         if current is None or preference(event) > preference(current):
-            out[rank] = event
+            by_rank[rank] = event
+    claimed = RankSet()  # the ranks of the groups so far
     for group in collected.groups:
         event = group.event
-        for rank in group.ranks():
-            current = out.get(rank)
-            if rank != verdict.rank and (current is None or preference(event) > preference(current)):
-                out[rank] = event
+        mine = RankSet(group.ranks)
+        if verdict.rank is not None:
+            mine.discard(verdict.rank)
+        for rank in [r for r in by_rank if r in mine]:  # units are few: this loop is short
+            if preference(event) > preference(by_rank[rank]):
+                del by_rank[rank]
+            else:
+                mine.discard(rank)
+        if claimed and (mine & claimed):  # a rank in two groups: the preferred event keeps it (the first on a tie)
+            for held, other in out.groups:
+                overlap = held & mine
+                if not overlap:
+                    continue
+                if preference(event) > preference(other):
+                    held -= overlap
+                else:
+                    mine -= overlap
+        if mine:
+            claimed |= mine
+            out.groups.append((mine, event))
     return out

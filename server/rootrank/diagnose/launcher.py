@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from rootrank.diagnose.formats.timestamps import parse_time
+from rootrank.ranks import RankSet
 
 _SIGTERM = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)")
 _FIRST_FAILED = re.compile(
@@ -125,7 +126,7 @@ class LauncherReport:
     assigned: dict[str | None, dict[int, int]] = field(default_factory=dict)
     node_rank: dict[str | None, int] = field(default_factory=dict)
     nproc: dict[str | None, int] = field(default_factory=dict)
-    prefix_ranks: dict[str | None, set[int]] = field(default_factory=dict)
+    prefix_ranks: dict[str | None, RankSet] = field(default_factory=dict)
     sources: dict[str | None, set[str]] = field(default_factory=dict)  # agent -> files it printed in
 
     @property
@@ -195,11 +196,12 @@ class LauncherReport:
                 return self.node_rank[key] * self.nproc[key], "--node-rank x --nproc-per-node"
         # torchrun gives a node contiguous global ranks: the [rankN] prefixes in the agent's own
         # file cover them when they span at least every local rank the agent reported.
-        ranks = self.prefix_ranks.get(agent, set())
+        ranks = self.prefix_ranks.get(agent) or RankSet()
         locals_ = self.local_ranks(agent)
-        if ranks and locals_ and max(ranks) - min(ranks) + 1 == len(ranks) and len(ranks) >= max(locals_) + 1 \
-                and not self._shared_sources(agent):
-            return min(ranks), "its workers' [rankN] prefixes"
+        low, high = ranks.first(), ranks.last()
+        if low is not None and high is not None and locals_ and high - low + 1 == len(ranks) \
+                and len(ranks) >= max(locals_) + 1 and not self._shared_sources(agent):
+            return low, "its workers' [rankN] prefixes"
         return None
 
     def local_ranks(self, agent: str | None) -> set[int]:
@@ -265,7 +267,7 @@ class LauncherParser:
         report = self.report
         report.sources.setdefault(self._agent, set()).add(source)
         if rank is not None:
-            report.prefix_ranks.setdefault(self._agent, set()).add(rank)
+            report.prefix_ranks.setdefault(self._agent, RankSet()).add(rank)
         if self._in_table:
             return self._table_line(text, line, source)
         if self._armed and line - self._armed_at > ARM_WINDOW:

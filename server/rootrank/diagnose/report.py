@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import replace
 
 from rootrank.diagnose.collect import Collected
 from rootrank.diagnose.confidence import Assessor
 from rootrank.diagnose.enrich import enrich
 from rootrank.diagnose.fixtext import render_fix
-from rootrank.diagnose.initiator import InitiatorFinder, Verdict, collateral_by_rank, host_of
+from rootrank.diagnose.initiator import CollateralRanks, InitiatorFinder, Verdict, collateral_by_rank, host_of
 from rootrank.diagnose.launcher import LauncherReport
 from rootrank.diagnose.resume import resume_note
 from rootrank.library import Library
@@ -26,8 +25,8 @@ from rootrank.model import (
     RootCause,
     Severity,
     TimelineItem,
-    ranks_text,
 )
+from rootrank.ranks import RankSet
 
 MAX_EVIDENCE = 6
 MAX_TIMELINE_PER_RANK = 6
@@ -49,20 +48,20 @@ def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Lib
         root = replace(root, confidence=confidence)
         hypotheses, command = assessor.hypotheses(verdict, confidence)
     findings = _findings(collected, library)
-    ranks_seen = set(collected.ranks_seen) | set(collateral)
+    ranks_seen = collected.ranks_seen | collateral.ranks()
     if verdict.rank is not None:
         ranks_seen.add(verdict.rank)
     if len(launcher.agents) <= 1:
-        ranks_seen |= {r for r in (finder.global_rank(None, lr) for lr in collected.local_ranks_seen) if r is not None}
+        ranks_seen.update(r for r in (finder.global_rank(None, lr) for lr in collected.local_ranks_seen) if r is not None)
     return Diagnosis(
         root_cause=root,
         candidates=tuple(Candidate(r, rule, why) for r, rule, why in verdict.candidates if r >= 0),
         collateral=tuple(Collateral(rank, e.rule, e.line.number, _title(library, e.rule))
-                         for rank, e in heapq.nsmallest(MAX_COLLATERAL_LISTED, collateral.items())),
+                         for rank, e in collateral.lowest(MAX_COLLATERAL_LISTED)),
         collateral_ranges=_collateral_ranges(collateral, library),
         collateral_count=len(collateral),
         findings=findings,
-        ranks_seen=tuple(sorted(ranks_seen)),
+        ranks_seen=ranks_seen.freeze(),
         timeline=_timeline(collected, finder),
         lines_read=collected.lines,
         sources=tuple(collected.sources),
@@ -72,14 +71,10 @@ def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Lib
     )
 
 
-def _collateral_ranges(collateral: dict[int, Event], library: Library) -> tuple[CollateralRanges, ...]:
+def _collateral_ranges(collateral: CollateralRanks, library: Library) -> tuple[CollateralRanges, ...]:
     """The collateral ranks grouped by what they suffered, in the order the entries were first seen."""
-    groups: dict[str, tuple[list[int], int]] = {}
-    for rank, event in sorted(collateral.items(), key=lambda item: item[1].order):
-        ranks, _ = groups.setdefault(event.rule, ([], event.line.number))
-        ranks.append(rank)
-    return tuple(CollateralRanges(rule, _title(library, rule), ranks_text(ranks), len(ranks), line)
-                 for rule, (ranks, line) in groups.items())
+    return tuple(CollateralRanges(rule, _title(library, rule), ranks.text(), len(ranks), event.line.number)
+                 for rule, (ranks, event) in collateral.by_rule().items())
 
 
 def _title(library: Library, rule: str) -> str:
@@ -87,7 +82,7 @@ def _title(library: Library, rule: str) -> str:
     return entry.title if entry else rule
 
 
-def _root_cause(verdict: Verdict, collected: Collected, collateral: dict[int, Event],
+def _root_cause(verdict: Verdict, collected: Collected, collateral: CollateralRanks,
                 library: Library) -> RootCause | None:
     if verdict.rule is None:
         return None
@@ -132,7 +127,7 @@ def _root_cause(verdict: Verdict, collected: Collected, collateral: dict[int, Ev
     )
 
 
-def _evidence(verdict: Verdict, collateral: dict[int, Event]) -> tuple[Evidence, ...]:
+def _evidence(verdict: Verdict, collateral: CollateralRanks) -> tuple[Evidence, ...]:
     items: list[Evidence] = []
     seen: set[tuple[str, int]] = set()
 
@@ -145,21 +140,19 @@ def _evidence(verdict: Verdict, collateral: dict[int, Event]) -> tuple[Evidence,
 
     if verdict.cause is not None:
         add(verdict.cause)
-    for event in list(collateral.values())[:3]:
+    for event in collateral.events()[:3]:
         add(event)
     return tuple(items)
 
 
-def _why(verdict: Verdict, collateral: dict[int, Event], library: Library) -> str:
+def _why(verdict: Verdict, collateral: CollateralRanks, library: Library) -> str:
     parts = list(verdict.reasons)
     if verdict.undecided:
         parts.append(verdict.undecided)
     if collateral:
-        by_rule: dict[str, list[int]] = {}
-        for rank, event in collateral.items():
-            by_rule.setdefault(event.rule, []).append(rank)
-        suffered = "; ".join(f"rank(s) {ranks_text(ranks)}: {_title(library, rule)}"
-                             for rule, ranks in sorted(by_rule.items(), key=lambda kv: min(kv[1])))
+        by_rule = collateral.by_rule()
+        suffered = "; ".join(f"rank(s) {ranks.text()}: {_title(library, rule)}"
+                             for rule, (ranks, _) in sorted(by_rule.items(), key=lambda kv: kv[1][0].first() or 0))
         parts.append(f"then {suffered}")
     text = "; ".join(parts)
     return text[:1].upper() + text[1:] + ("." if text and not text.endswith(".") else "")
@@ -173,7 +166,7 @@ def _findings(collected: Collected, library: Library) -> tuple[FindingSummary, .
             continue
         out.append(FindingSummary(rule=rule, title=entry.title, severity=entry.severity, role=entry.role,
                                   rank=count.first.rank, line=count.first.line.number, count=count.count,
-                                  ranks=tuple(sorted(count.ranks))))
+                                  ranks=RankSet(count.ranks).freeze()))
     return tuple(sorted(out, key=lambda f: f.line))
 
 

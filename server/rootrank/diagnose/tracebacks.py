@@ -4,12 +4,17 @@ Each stream (source file + rank/host of the printer) has its own small state mac
 frames never join rank 3's traceback. Chained tracebacks ("During handling of the above exception")
 stay in one block, and so does the "Original Traceback" a DataLoader worker's re-raised exception carries; a
 few continuation lines after the exception line (multi-line messages) too.
+
+`on_close` hears of each block that can take no more lines (the stream moved on, or went quiet while
+MAX_STREAMS others kept printing): the collector then lets a cascade's tracebacks, one per rank, become
+bits of a rank set (collect.EventCollector.close_block). The table of streams is bounded the same way: a
+stream past its exception line is forgotten, oldest first, once MAX_STREAMS streams are held.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 _CHAIN_MARKERS = (
@@ -20,9 +25,11 @@ _RECORD_START = re.compile(r"^(?:\[|[IWEF]\d{4}\s|\d{4}-\d\d-\d\d|INFO|WARNING|E
 MAX_CONTINUATION = 20
 MAX_FRAMES_LINES = 5000
 DENSE_WINDOW = 400
+MAX_STREAMS = 4096  # streams held at once; past it, the oldest ones past their exception line are closed
+_ENDED = ("after_exception", "after_blank")  # phases in which a block can only end, continue or chain
 
 
-@dataclass
+@dataclass(slots=True)
 class _State:
     ignored_next: bool = False  # "Exception ignored in: ..." announced the next traceback
     block: int = 0
@@ -37,6 +44,8 @@ class TracebackGrouper:
         self._open: dict[Hashable, int] = {}  # streams inside a traceback's frames -> header line number
         self._last_number = 0
         self.ignored: set[int] = set()  # blocks Python printed as "Exception ignored in ..." (not raised)
+        self.on_close: Callable[[int], None] | None = None  # told each block that can take no more lines
+        self._check_at = MAX_STREAMS  # table size at which ended streams are looked for (doubles if none)
 
     @property
     def inside_traceback(self) -> bool:
@@ -67,10 +76,29 @@ class TracebackGrouper:
             if "Traceback (most recent call last)" not in text and "Exception ignored in" not in text:
                 return 0
             state = self._states[stream] = _State()
+            if len(self._states) > self._check_at:
+                self._forget_ended()
+                # streams still inside their frames cannot be closed: then look again once the table doubled
+                held = len(self._states)
+                self._check_at = MAX_STREAMS if held <= MAX_STREAMS * 3 // 4 else 2 * held
         block = self._assign(state, stream, text, number)
         if state.phase == "idle" and not state.ignored_next:
             del self._states[stream]
         return block
+
+    def _forget_ended(self) -> None:
+        """Close the oldest streams that are past their exception line, down to 3/4 of MAX_STREAMS (a
+        cascade of a million ranks, each ending its traceback and falling silent, keeps 4096 states)."""
+        excess = len(self._states) - MAX_STREAMS * 3 // 4
+        ended = [s for s, state in self._states.items() if state.phase in _ENDED][:excess]
+        for stream in ended:
+            state = self._states.pop(stream)
+            self._open.pop(stream, None)
+            self._ended(state.block)
+
+    def _ended(self, block: int) -> None:
+        if block and self.on_close is not None:
+            self.on_close(block)
 
     def _assign(self, state: _State, stream: Hashable, text: str, number: int) -> int:
         stripped = text.strip()
@@ -84,6 +112,8 @@ class TracebackGrouper:
             # so it stays in the block and its innermost error can name it.
             continues = state.phase == "after_exception" and stripped.startswith("Original Traceback")
             if state.phase != "chain" and not continues:
+                if state.phase != "idle":
+                    self._ended(state.block)  # a new traceback on the same stream ends the last one
                 state.block = self._new_block()
                 if state.ignored_next:
                     self.ignored.add(state.block)
@@ -101,8 +131,7 @@ class TracebackGrouper:
         if state.phase == "chain":
             if not stripped:
                 return state.block
-            state.phase = "idle"
-            return 0
+            return self._close(state)
         if state.phase == "frames":
             if not stripped:
                 return state.block
@@ -121,7 +150,7 @@ class TracebackGrouper:
             return state.block
         return self._close(state)
 
-    @staticmethod
-    def _close(state: _State) -> int:
+    def _close(self, state: _State) -> int:
         state.phase = "idle"
+        self._ended(state.block)
         return 0

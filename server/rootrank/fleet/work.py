@@ -57,8 +57,7 @@ def summarize(run: Run, diagnosis: Diagnosis, hosts: dict[int, str], library: Li
         entry = library.entries.get(finding.rule)
         if entry is None or entry.category not in HARDWARE_CATEGORIES:
             continue
-        ranks = set(finding.ranks) | ({finding.rank} if finding.rank is not None else set())
-        named = {hosts[r] for r in ranks if r in hosts}
+        named = {host for rank, host in hosts.items() if rank in finding.ranks or rank == finding.rank}
         if root is not None and root.rule == finding.rule and root.host:
             named.add(root.host)  # the root cause's line may name its host without its rank
         hardware.append(HostFinding(finding.rule, tuple(sorted(named)), finding.count))

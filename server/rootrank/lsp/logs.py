@@ -92,7 +92,7 @@ def to_diagnostics(diagnosis: Diagnosis, lines: Lines, uri: str) -> list[types.D
         if finding.line in covered or not 0 < finding.line <= len(lines):
             continue
         covered.add(finding.line)
-        ranks = ", ".join(str(r) for r in finding.ranks) if finding.ranks else ""
+        ranks = finding.ranks.text()
         out.append(types.Diagnostic(
             range=lines.whole_line(finding.line),
             message=f"{finding.title}" + (f" (x{finding.count})" if finding.count > 1 else "")

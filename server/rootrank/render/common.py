@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from rootrank.model import Confidence, Diagnosis, FindingSummary, ranks_text
+from rootrank.ranks import RankSet
 
 __all__ = ["also_seen", "collateral_groups", "confidence_text", "count_text", "ranks_text", "terminal_safe", "where"]
 
@@ -48,11 +49,11 @@ def where(rank: int | None, host: str | None) -> str:
     return f"rank {rank}" + (f" ({host})" if host else "")
 
 
-def count_text(f: FindingSummary, all_ranks: tuple[int, ...]) -> str:
+def count_text(f: FindingSummary, all_ranks: RankSet) -> str:
     if f.ranks and len(f.ranks) > 1:
-        scope = "all ranks" if set(f.ranks) >= set(all_ranks) and len(all_ranks) > 1 else f"ranks {ranks_text(f.ranks)}"
+        scope = "all ranks" if f.ranks >= all_ranks and len(all_ranks) > 1 else f"ranks {f.ranks.text()}"
     elif f.ranks:
-        scope = f"rank {f.ranks[0]}"
+        scope = f"rank {f.ranks.first()}"
     else:
         scope = ""
     return f"x{f.count}" + (f", {scope}" if scope else "")

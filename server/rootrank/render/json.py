@@ -1,4 +1,4 @@
-"""Diagnosis -> JSON (schema `rootrank.diagnosis/1`), the contract other tools rely on."""
+"""Diagnosis -> JSON (schema `rootrank.diagnosis/2`), the contract other tools rely on."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from rootrank.model import Diagnosis
 from rootrank.redact import redact
 
-SCHEMA = "rootrank.diagnosis/1"
+SCHEMA = "rootrank.diagnosis/2"
 
 
 def diagnosis_to_json(d: Diagnosis, raw: bool = False) -> dict[str, Any]:
@@ -47,9 +47,12 @@ def diagnosis_to_json(d: Diagnosis, raw: bool = False) -> dict[str, Any]:
         "collateral_ranges": [{"rule": g.rule, "title": g.title, "ranks": g.ranks, "count": g.count, "line": g.line}
                               for g in d.collateral_ranges],
         "findings": [{"rule": f.rule, "title": f.title, "severity": f.severity.value, "role": f.role.value,
-                      "rank": f.rank, "line": f.line, "count": f.count, "ranks": list(f.ranks)}
+                      "rank": f.rank, "line": f.line, "count": f.count, "ranks": f.ranks.text(),
+                      "rank_count": len(f.ranks)}
                      for f in d.findings],
-        "ranks_seen": list(d.ranks_seen),
+        # Ranges at any size (a million ranks: "0-999999"), and how many.
+        "ranks_seen": d.ranks_seen.text(),
+        "ranks_seen_count": len(d.ranks_seen),
         "timeline": [{"rank": t.rank, "rule": t.rule, "role": t.role.value, "line": t.line, "order": t.order,
                       "time": t.time, "text": clean(t.text)} for t in d.timeline],
         "lines_read": d.lines_read,

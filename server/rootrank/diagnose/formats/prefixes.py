@@ -15,6 +15,7 @@ from typing import ClassVar
 
 from rootrank.diagnose.formats.timestamps import parse_time
 from rootrank.diagnose.shapes import digit_classes
+from rootrank.ranks import RankSet
 
 
 @dataclass(frozen=True)
@@ -288,7 +289,7 @@ class RankCensus:
     _SRUN = re.compile(rb"(?m)^\s{0,4}(\d{1,5}): ")
 
     def __init__(self) -> None:
-        self.ranks: set[int] = set()
+        self.ranks = RankSet()  # a million ranks cost bits
         self.local_ranks: set[int] = set()
         self.srun = False
 

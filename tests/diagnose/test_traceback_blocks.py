@@ -1,0 +1,100 @@
+"""The traceback grouper says when a block can take no more lines (`on_close`), and holds a bounded table
+of streams; the collector then turns a cascade's tracebacks into bits without changing the diagnosis."""
+
+from __future__ import annotations
+
+import pytest
+
+from rootrank.diagnose import collect, diagnose_text, tracebacks
+from rootrank.diagnose.tracebacks import MAX_STREAMS, TracebackGrouper
+from rootrank.render.json import diagnosis_to_json
+
+TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/job/train.py", line 41, in <module>',
+    "    loss = step(batch)",
+    "RuntimeError: boom",
+]
+
+
+def _feed(grouper: TracebackGrouper, stream: object, lines: list[str], start: int) -> list[int]:
+    return [grouper.assign(stream, text, start + i) for i, text in enumerate(lines)]
+
+
+def test_a_block_closes_when_its_stream_moves_on() -> None:
+    closed: list[int] = []
+    grouper = TracebackGrouper()
+    grouper.on_close = closed.append
+    blocks = _feed(grouper, "rank0", TRACEBACK, 1)
+    assert len(set(blocks)) == 1 and blocks[0] and closed == []  # the message may still continue
+    assert grouper.assign("rank0", "[2026-12-04 10:00:00] step 5", 30) == 0
+    assert closed == [blocks[0]]
+    again = _feed(grouper, "rank0", TRACEBACK, 40)
+    _feed(grouper, "rank0", TRACEBACK, 50)  # a new traceback on the same stream ends the last one
+    assert closed == [blocks[0], again[0]]
+
+
+def test_a_chained_traceback_stays_one_block_until_it_ends() -> None:
+    closed: list[int] = []
+    grouper = TracebackGrouper()
+    grouper.on_close = closed.append
+    chained = [*TRACEBACK, "", "During handling of the above exception, another exception occurred:", "",
+               *TRACEBACK]
+    blocks = _feed(grouper, "s", chained, 1)
+    assert len({b for b in blocks if b}) == 1 and closed == []
+    grouper.assign("s", "INFO done", 100)
+    assert closed == [blocks[0]]
+
+
+def test_the_table_of_streams_is_bounded() -> None:
+    closed: list[int] = []
+    grouper = TracebackGrouper()
+    grouper.on_close = closed.append
+    for rank in range(3 * MAX_STREAMS):  # each rank ends its traceback and falls silent
+        _feed(grouper, ("log", rank), TRACEBACK, 10 * rank)
+    assert len(grouper._states) <= MAX_STREAMS + 1
+    assert len(closed) >= 2 * MAX_STREAMS and len(set(closed)) == len(closed)
+
+
+def test_streams_inside_their_frames_are_kept_and_cost_no_rescan() -> None:
+    grouper = TracebackGrouper()
+    for rank in range(2 * MAX_STREAMS):  # every traceback still open: nothing may be forgotten
+        grouper.assign(("log", rank), TRACEBACK[0], rank)
+    assert len(grouper._states) == 2 * MAX_STREAMS
+    assert grouper._check_at >= 2 * MAX_STREAMS  # looked once, then not again until the table doubles
+
+
+def _cascade(after: bool) -> str:
+    """Rank 7's ValueError, then 299 ranks' timeout tracebacks; `after`: each rank then prints a record line
+    (which closes its block at once); else the blocks close only when the table of streams overflows."""
+    lines = ["[rank7]: Traceback (most recent call last):", '[rank7]:   File "/job/train.py", line 9, in <module>',
+             "[rank7]:     x = load()", "[rank7]: ValueError: batch 3 has 0 rows"]
+    for rank in range(300):
+        if rank == 7:
+            continue
+        lines += [f"[rank{rank}]: Traceback (most recent call last):",
+                  f'[rank{rank}]:   File "/job/train.py", line 50, in main',
+                  f"[rank{rank}]:     loss.backward()",
+                  f"[rank{rank}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+                  f"unbound_buffer.cc:78] Timed out waiting 10000ms for recv operation to complete"]
+        if after:
+            lines.append(f"[rank{rank}]: [2026-12-04 10:00:00] shutting down")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("after", [True, False])
+def test_a_traceback_cascade_gives_the_diagnosis_it_gave_as_events(monkeypatch: pytest.MonkeyPatch,
+                                                                    after: bool) -> None:
+    """Past the first 64 ranks the blocks become bits; everything but the timeline (which lists the events
+    kept) is what it was with every block an event."""
+    monkeypatch.setattr(tracebacks, "MAX_STREAMS", 16)
+    grouped = diagnosis_to_json(diagnose_text(_cascade(after)))
+    monkeypatch.setattr(collect, "FULL_PER_SIGNATURE", 10**9)
+    whole = diagnosis_to_json(diagnose_text(_cascade(after)))
+    assert grouped["root_cause"]["rank"] == 7 and grouped["root_cause"]["rule"] == "process.uncaught-exception"
+    assert grouped["collateral_count"] == 299 and grouped["ranks_seen"] == "0-299"
+    assert [(g["rule"], g["ranks"]) for g in grouped["collateral_ranges"]] == [
+        ("distributed.collective-timeout", "0-6,8-299")]
+    assert len(grouped["timeline"]) < len(whole["timeline"])  # the grouped ranks' blocks are not events
+    del grouped["timeline"], whole["timeline"]
+    assert grouped == whole
