@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rootrank.model import ranks_text
-from rootrank.ranks import MAX_BIT_RANK, SMALL, RankSet
+from rootrank.ranks import MAX_BIT_RANK, SMALL, RankHosts, RankSet
 
 # Ranks near 0 (dense, to make runs), a few negative, a few past the bitmap; sizes on both sides of SMALL.
 RANK = st.one_of(st.integers(0, 3 * SMALL), st.integers(-3, -1), st.integers(MAX_BIT_RANK, MAX_BIT_RANK + 5))
@@ -72,3 +72,28 @@ def test_a_frozen_set_is_read_only_and_hashable() -> None:
 def test_ranks_outside_the_bitmap_do_not_make_it_slow() -> None:
     huge = RankSet(range(MAX_BIT_RANK, MAX_BIT_RANK + 3 * SMALL))  # each add stays O(1): no re-spilling
     assert len(huge) == 3 * SMALL and huge.first() == MAX_BIT_RANK
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.integers(0, 5000), st.integers(-3, -1), st.integers(1 << 23, (1 << 23) + 3)),
+                          st.sampled_from(["node-a", "node-b", "10.0.0.1", ""])), max_size=60))
+def test_rank_hosts_is_the_first_host_of_each_rank(pairs: list[tuple[int, str]]) -> None:
+    hosts = RankHosts()
+    expected: dict[int, str] = {}
+    for rank, host in pairs:
+        hosts.add(rank, host)
+        expected.setdefault(rank, host)
+    assert dict(hosts) == expected and len(hosts) == len(expected)
+    assert all((rank in hosts) == (rank in expected) for rank, _ in pairs)
+    assert hosts.get(-99) is None and list(hosts) == sorted(expected)
+    assert hosts.ranks_where(lambda h: h.startswith("node")) == sorted(r for r, h in expected.items()
+                                                                      if h.startswith("node"))
+
+
+def test_rank_hosts_costs_an_int_a_rank() -> None:
+    hosts = RankHosts()
+    for rank in range(1_000_000):  # 8 ranks a host: 125,000 hosts, past the cap of 65,536
+        hosts.add(rank, f"10.{rank >> 19}.{rank >> 11 & 255}.{rank >> 3 & 255}")
+    assert len(hosts.hosts()) == RankHosts.MAX_HOSTS and len(hosts) == 8 * RankHosts.MAX_HOSTS
+    assert hosts[8 * RankHosts.MAX_HOSTS - 1] == "10.0.255.255" and hosts.get(999_999) is None
+    assert sys.getsizeof(hosts._dense) < 8 << 20

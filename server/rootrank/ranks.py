@@ -6,12 +6,13 @@ MiB in all. A `RankSet` keeps its first SMALL ranks in a plain set (fast, and ch
 ranks) and moves to a bitmap (one bit a rank up to MAX_BIT_RANK) past that; a rank the bitmap cannot hold
 (negative, or larger) stays in the plain set. It iterates in ascending order and writes itself as ranges
 (`0-2,4-7`), the form the report and the JSON use at any size. `freeze()` makes it read-only (and
-hashable) for the result records.
+hashable) for the result records. `RankHosts` maps ranks to hosts in the same spirit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, MutableSet
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableSet
 from typing import Any
 
 SMALL = 4096  # ranks kept in the plain set before the bitmap takes over (the usual job stays a set)
@@ -295,3 +296,79 @@ def _rebuild(small: list[int], bits: bytes, bit_count: int, frozen: bool) -> Ran
         out._bit_count = bit_count
     out._frozen = frozen
     return out
+
+
+class RankHosts(Mapping[int, str]):
+    """rank -> the host its lines' prefixes named first, in about 4 bytes a rank: host numbers in an array
+    indexed by rank (ranks below MAX_DENSE_RANK; the others in a dict of at most MAX_SPARSE ranks) and
+    each distinct host once (at most MAX_HOSTS of them; a rank first seen on a host past that is not
+    recorded). A Ray job of a million workers, each printing its own `ip=` prefix, costs a few MiB."""
+
+    MAX_DENSE_RANK = 1 << 22  # the array: 16 MiB at most
+    MAX_SPARSE = 1 << 16
+    MAX_HOSTS = 1 << 16
+
+    def __init__(self) -> None:
+        self._dense = array("i")  # host number + 1 by rank; 0: none
+        self._sparse: dict[int, int] = {}
+        self._names: list[str] = []
+        self._number: dict[str, int] = {}
+        self._count = 0
+
+    def add(self, rank: int, host: str) -> None:
+        """Record `host` for `rank` unless the rank already has one."""
+        if rank in self:
+            return
+        number = self._number.get(host)
+        if number is None:
+            if len(self._names) >= self.MAX_HOSTS:
+                return
+            number = self._number[host] = len(self._names)
+            self._names.append(host)
+        if 0 <= rank < self.MAX_DENSE_RANK:
+            if rank >= len(self._dense):
+                self._dense.extend(array("i", bytes(4 * max(rank + 1 - len(self._dense), len(self._dense)))))
+            self._dense[rank] = number + 1
+        elif len(self._sparse) < self.MAX_SPARSE:
+            self._sparse[rank] = number
+        else:
+            return
+        self._count += 1
+
+    def __getitem__(self, rank: int) -> str:
+        if isinstance(rank, int) and 0 <= rank < len(self._dense):
+            number = self._dense[rank]
+            if number:
+                return self._names[number - 1]
+            raise KeyError(rank)
+        return self._names[self._sparse[rank]]
+
+    def __contains__(self, rank: object) -> bool:
+        if isinstance(rank, int) and 0 <= rank < len(self._dense):
+            return self._dense[rank] != 0
+        return rank in self._sparse
+
+    def __iter__(self) -> Iterator[int]:
+        sparse = sorted(self._sparse)
+        yield from (rank for rank in sparse if rank < 0)
+        for rank, number in enumerate(self._dense):
+            if number:
+                yield rank
+        yield from (rank for rank in sparse if rank >= 0)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def hosts(self) -> list[str]:
+        """The distinct hosts, in the order first seen."""
+        return list(self._names)
+
+    def ranks_where(self, test: Callable[[str], bool]) -> list[int]:
+        """The ranks whose host passes `test`, ascending (`test` is asked once per distinct host)."""
+        wanted = {number for number, name in enumerate(self._names) if test(name)}
+        if not wanted:
+            return []
+        dense = {number + 1 for number in wanted}
+        out = [rank for rank, number in enumerate(self._dense) if number in dense]
+        out += sorted(rank for rank, number in self._sparse.items() if number in wanted)
+        return sorted(out)

@@ -24,7 +24,7 @@ from rootrank.diagnose import stacks
 from rootrank.diagnose.shapes import ALIKE, ShapeMemo, digit_classes
 from rootrank.library import Entry, Library
 from rootrank.model import Event, LogLine, Role, Severity
-from rootrank.ranks import MAX_BIT_RANK, RankSet
+from rootrank.ranks import MAX_BIT_RANK, RankHosts, RankSet
 
 KEEP_PER_RANK_AND_RULE = 8
 KEEP_BLOCKS_PER_RANK_AND_RULE = 64
@@ -32,6 +32,7 @@ MAX_PARKED_BLOCKS = 4096
 KEPT_LINE_CHARS = 4096  # of an event's line (evidence shows at most 2000)
 KEPT_FIELD_CHARS = 1000  # of a captured field (they fill fix texts and messages)
 FULL_PER_SIGNATURE = 64  # ranks kept as whole events per symptom signature; the others as bits (RankGroup)
+MAX_PIDS = 1 << 16  # pids mapped to ranks (see Collected.pid_ranks)
 MAX_SIGNATURES = 4096  # signatures followed at once: lines that differ per rank (a pid, a host) are not grouped
 # The collective a traceback was waiting in, from its c10d frame: `distributed_c10d.py", line 3151, in broadcast`.
 _C10D_FRAME = re.compile(r'distributed_c10d\.py", line \d+, in (?P<op>[a-z_]+)')
@@ -67,9 +68,10 @@ class Collected:
     counts: dict[str, RuleCount] = field(default_factory=lambda: defaultdict(RuleCount))
     ranks_seen: RankSet = field(default_factory=RankSet)
     local_ranks_seen: set[int] = field(default_factory=set)
-    hosts: dict[int, str] = field(default_factory=dict)
+    hosts: RankHosts = field(default_factory=RankHosts)
     # pid -> rank, from lines whose prefixes name both (Ray's "(RayTrainWorker pid=835, ip=...) [rank1]: ...");
-    # a pid seen with two ranks maps to None (the prefix's pid was not the rank's process).
+    # a pid seen with two ranks maps to None (the prefix's pid was not the rank's process). At most MAX_PIDS
+    # pids: a million Ray workers' pids would cost 100 MiB, and a pid only helps when a message names it.
     pid_ranks: dict[int, int | None] = field(default_factory=dict)
     stacks: set[str] = field(default_factory=set)
     groups: list[RankGroup] = field(default_factory=list)  # symptom lines of many ranks, past the first ones
@@ -116,11 +118,11 @@ class EventCollector:
         if line.rank is not None and not line.quoted:
             if line.rank not in out.ranks_seen.small:  # the common case at C speed (see RankSet.small)
                 out.ranks_seen.add(line.rank)
-            if line.host and line.rank not in out.hosts:
-                out.hosts[line.rank] = line.host
+            if line.host:
+                out.hosts.add(line.rank, line.host)
             if line.pid is not None and out.pid_ranks.get(line.pid, line.rank) != line.rank:
                 out.pid_ranks[line.pid] = None
-            elif line.pid is not None:
+            elif line.pid is not None and (line.pid in out.pid_ranks or len(out.pid_ranks) < MAX_PIDS):
                 out.pid_ranks[line.pid] = line.rank
         elif line.local_rank is not None and not line.quoted:
             out.local_ranks_seen.add(line.local_rank)

@@ -651,7 +651,7 @@ class HostEvidence:
         return rank, f"pid {pid} is rank {rank} ({how})"
 
     def ranks_on(self, host: str) -> list[int]:
-        ranks = {r for r, h in self.col.hosts.items() if h and same_host(h, host)}
+        ranks = set(self.col.hosts.ranks_where(lambda h: bool(h) and same_host(h, host)))
         launcher = self.finder.launcher
         for child in launcher.exits:
             where = child.host or child.agent

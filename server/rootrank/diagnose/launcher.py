@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from rootrank.diagnose.formats.timestamps import parse_time
 from rootrank.ranks import RankSet
 
+MAX_AGENTS = 4096  # launchers whose files and prefix ranks are kept (a 4,096-node job; see LauncherParser.feed)
 _SIGTERM = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)")
 _FIRST_FAILED = re.compile(
     r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)")
@@ -265,9 +266,13 @@ class LauncherParser:
         if agent is not None and not self._in_table:
             self._agent = agent
         report = self.report
-        report.sources.setdefault(self._agent, set()).add(source)
-        if rank is not None:
-            report.prefix_ranks.setdefault(self._agent, RankSet()).add(rank)
+        sources = report.sources.get(self._agent)
+        if sources is None and len(report.sources) < MAX_AGENTS:
+            sources = report.sources[self._agent] = set()
+        if sources is not None:  # past MAX_AGENTS "agents" they are workers' own hosts (Ray's ip=), not launchers
+            sources.add(source)
+            if rank is not None:
+                report.prefix_ranks.setdefault(self._agent, RankSet()).add(rank)
         if self._in_table:
             return self._table_line(text, line, source)
         if self._armed and line - self._armed_at > ARM_WINDOW:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Mapping
 from dataclasses import replace
 
 from rootrank.diagnose import InputError, Pipeline, diagnose_paths
@@ -40,7 +41,7 @@ def scan_run(run: Run, library: Library | None = None) -> RunResult:
         return _unreadable(run, str(exc))
     except Exception as exc:  # a bug met on one run must not cost the rest of the fleet
         return _unreadable(run, f"internal error: {type(exc).__name__}: {exc}")
-    return summarize(run, diagnosis, dict(pipeline.collector.out.hosts), library)
+    return summarize(run, diagnosis, pipeline.collector.out.hosts, library)
 
 
 def _unreadable(run: Run, message: str) -> RunResult:
@@ -49,7 +50,7 @@ def _unreadable(run: Run, message: str) -> RunResult:
                      error=message.replace(prefix, ""))
 
 
-def summarize(run: Run, diagnosis: Diagnosis, hosts: dict[int, str], library: Library) -> RunResult:
+def summarize(run: Run, diagnosis: Diagnosis, hosts: Mapping[int, str], library: Library) -> RunResult:
     """The row of a diagnosed run; `hosts` maps ranks to the hosts the log names for them."""
     root = diagnosis.root_cause
     hardware = []
