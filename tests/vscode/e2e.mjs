@@ -109,13 +109,19 @@ async function clickMenuItem(text) {
 // would (the same thing for the web workbench).
 async function reloadWindow() {
   for (let attempt = 1; ; attempt++) {
-    const navigated = page.waitForEvent('framenavigated', { predicate: f => f === page.mainFrame(), timeout: 30000 });
-    if (attempt === 1) await runCommand('Developer: Reload Window').catch(e => log(`reload: ${String(e).split('\n')[0]}`));
+    // settled at once (null, or the timeout): a page reload slower than 30 s must not leave it rejected
+    // with no one awaiting it, which ends node
+    const navigated = page.waitForEvent('framenavigated', { predicate: f => f === page.mainFrame(), timeout: 30000 })
+      .then(() => null, e => e);
+    // a modal dialog (a prompt the extension raised on the settings change) keeps the palette from taking
+    // the click: then reload the page as a browser would
+    const modal = await page.locator('.monaco-dialog-box').count() > 0;
+    if (attempt === 1 && !modal) await runCommand('Developer: Reload Window').catch(e => log(`reload: ${String(e).split('\n')[0]}`));
     else await page.reload({ waitUntil: 'commit', timeout: 60000 }).catch(() => {});
-    try { await navigated; break; } catch (e) {
-      if (attempt === 2) throw e;
-      log('reload: no navigation 30 s after "Developer: Reload Window"; reloading the page');
-    }
+    const failed = await navigated;
+    if (!failed) break;
+    if (attempt === 3) throw failed;
+    log(`reload: no navigation 30 s after ${attempt === 1 && !modal ? '"Developer: Reload Window"' : 'a page reload'}; reloading the page`);
   }
   await page.waitForLoadState('load');
   await page.waitForSelector('.explorer-folders-view .monaco-list-row', { timeout: 60000 });
