@@ -98,3 +98,26 @@ def test_a_traceback_cascade_gives_the_diagnosis_it_gave_as_events(monkeypatch: 
     assert len(grouped["timeline"]) < len(whole["timeline"])  # the grouped ranks' blocks are not events
     del grouped["timeline"], whole["timeline"]
     assert grouped == whole
+
+
+def test_collateral_of_several_groups_keeps_each_groups_own_event() -> None:
+    """The lowest collateral ranks come from every group with that group's event (a lazily bound event
+    once gave every group the last one's), and by_rule/len/ranks see every rank once."""
+    from rootrank.diagnose.initiator import CollateralRanks
+    from rootrank.model import Event, LogLine, Role, Severity
+    from rootrank.ranks import RankSet
+
+    def event(rule: str, order: int) -> Event:
+        return Event(rule, Role.SYMPTOM, Severity.ERROR, LogLine(order, rule, rule), order=order)
+
+    timeout, lost = event("distributed.collective-timeout", 10), event("distributed.peer-lost", 20)
+    own = event("process.uncaught-exception", 5)
+    collateral = CollateralRanks({3: own}, [(RankSet(range(100, 200, 2)), timeout), (RankSet(range(101, 200, 2)), lost)])
+    lowest = collateral.lowest(5)
+    assert [(rank, e.rule) for rank, e in lowest] == [
+        (3, own.rule), (100, timeout.rule), (101, lost.rule), (102, timeout.rule), (103, lost.rule)]
+    assert len(collateral) == 101 and collateral.ranks() == {3, *range(100, 200)}
+    assert {rule: ranks.text() for rule, (ranks, _) in collateral.by_rule().items()} == {
+        own.rule: "3", timeout.rule: ",".join(str(r) for r in range(100, 200, 2)),
+        lost.rule: ",".join(str(r) for r in range(101, 200, 2))}
+    assert [e.rule for e in collateral.events()] == [own.rule, timeout.rule, lost.rule]

@@ -727,8 +727,8 @@ class CollateralRanks:
 
     def lowest(self, count: int) -> list[tuple[int, Event]]:
         """The `count` lowest ranks with what they suffered, lowest first."""
-        streams = [sorted(self.by_rank.items())]
-        streams += [((rank, event) for rank in ranks) for ranks, event in self.groups]  # type: ignore[misc]
+        streams: list[Iterable[tuple[int, Event]]] = [sorted(self.by_rank.items())]
+        streams += [zip(ranks, itertools.repeat(event)) for ranks, event in self.groups]
         return list(itertools.islice(heapq.merge(*streams, key=lambda item: item[0]), count))
 
     def events(self) -> list[Event]:
