@@ -4,6 +4,7 @@ written only means the work is done again, so neither ever raises."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -25,10 +26,11 @@ def read_json(file: Path) -> Any:
 def write_json(file: Path, data: Any) -> None:
     """Write `data` through a temporary file and a rename (a reader never sees half a file); failures are
     ignored."""
+    tmp = file.with_suffix(f".{os.getpid()}.tmp")
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = file.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data), encoding="utf-8")
         os.replace(tmp, file)
     except (OSError, TypeError, ValueError):
-        pass
+        with contextlib.suppress(OSError):
+            tmp.unlink()  # a half-written file (a full disk) is not left behind

@@ -265,19 +265,8 @@ class Finding:
 
 
 def ranks_text(ranks: Iterable[int]) -> str:
-    """A compact rank list, as people write it: 0-2,4-7."""
-    if isinstance(ranks, RankSet):
-        return ranks.text()
-    values = sorted(set(ranks))
-    parts: list[str] = []
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
-        i = j + 1
-    return ",".join(parts)
+    """A compact rank list, as people write it: 0-2,4-7 (RankSet.text, for any iterable of ranks)."""
+    return (ranks if isinstance(ranks, RankSet) else RankSet(ranks)).text()
 
 
 def plain(value: Any) -> Any:

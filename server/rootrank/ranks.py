@@ -57,18 +57,11 @@ class RankSet(MutableSet[int]):
         return len(self._small) + self._bit_count
 
     def __iter__(self) -> Iterator[int]:
-        if not self._bits:
-            yield from sorted(self._small)
-            return
-        outside = sorted(self._small)  # negative ranks, and ranks past the bitmap
-        low = [r for r in outside if r < 0]
-        yield from low
-        for index, value in enumerate(self._bits):
-            if value:
-                base = index << 3
-                for bit in _BITS_OF[value]:
-                    yield base + bit
-        yield from outside[len(low):]
+        for item in self._runs_source():
+            if isinstance(item, tuple):
+                yield from range(item[0], item[1] + 1)
+            else:
+                yield item
 
     def add(self, rank: int) -> None:
         self._writable()
@@ -100,10 +93,7 @@ class RankSet(MutableSet[int]):
                 self.add(rank)
             return self
         self._writable()
-        if other._bits:
-            if not self._bits:
-                self._spill()
-            self._or_bits(other._bits)
+        self._or_int(int.from_bytes(other._bits, "little"))
         for rank in other._small:
             self.add(rank)
         return self
@@ -115,16 +105,14 @@ class RankSet(MutableSet[int]):
             for rank in range(start, stop):
                 self.add(rank)
             return
-        if not self._bits:
-            self._spill()
-        self._or_bits((((1 << (stop - start)) - 1) << start).to_bytes((stop + 7) // 8, "little"))
+        self._or_int(((1 << (stop - start)) - 1) << start)
 
     def __sub__(self, other: Any) -> RankSet:
         if not isinstance(other, RankSet):
             return super().__sub__(other)  # type: ignore[return-value]
         out = RankSet(r for r in self._small if r not in other)
         if self._bits:
-            out._set_bits(int.from_bytes(self._bits, "little") & ~int.from_bytes(other._bits, "little"))
+            out._or_int(int.from_bytes(self._bits, "little") & ~int.from_bytes(other._bits, "little"))
             for rank in other._small:
                 if rank in out:
                     out.discard(rank)
@@ -136,7 +124,7 @@ class RankSet(MutableSet[int]):
         out = RankSet(r for r in self._small if r in other)
         out.update(r for r in other._small if r in self)
         if self._bits and other._bits:
-            out._set_bits(int.from_bytes(self._bits, "little") & int.from_bytes(other._bits, "little"))
+            out._or_int(int.from_bytes(self._bits, "little") & int.from_bytes(other._bits, "little"))
         return out
 
     def __or__(self, other: Any) -> RankSet:
@@ -229,9 +217,6 @@ class RankSet(MutableSet[int]):
     def __repr__(self) -> str:
         return f"RankSet({self.text()!r})"
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (sorted(self._small), bytes(self._bits), self._bit_count, self._frozen))
-
     # ------------------------------------------------------------------ inside
 
     def _writable(self) -> None:
@@ -257,17 +242,14 @@ class RankSet(MutableSet[int]):
             self._set_bit(rank)
         self._small.difference_update(held)
 
-    def _set_bits(self, value: int) -> None:
-        """OR the bitmap `value` (an int, bit n = rank n) into this set."""
-        if value:
-            if not self._bits:
-                self._spill()
-            self._or_bits(value.to_bytes((value.bit_length() + 7) // 8, "little"))
-
-    def _or_bits(self, bits: bytes | bytearray) -> None:
-        size = max(len(self._bits), len(bits))
-        merged = int.from_bytes(self._bits, "little") | int.from_bytes(bits, "little")
-        self._bits = bytearray(merged.to_bytes(size, "little"))
+    def _or_int(self, value: int) -> None:
+        """OR the bitmap `value` (an int, bit n = rank n) into this set (starting the bitmap if needed)."""
+        if not value:
+            return
+        if not self._bits:
+            self._spill()
+        merged = int.from_bytes(self._bits, "little") | value
+        self._bits = bytearray(merged.to_bytes(max(len(self._bits), (value.bit_length() + 7) // 8), "little"))
         self._bit_count = merged.bit_count()
 
     def _runs_source(self) -> Iterator[int | tuple[int, int]]:
@@ -287,15 +269,6 @@ class RankSet(MutableSet[int]):
                 for bit in _BITS_OF[value]:
                     yield base + bit
         yield from outside[len(low):]
-
-
-def _rebuild(small: list[int], bits: bytes, bit_count: int, frozen: bool) -> RankSet:
-    out = RankSet(small)
-    if bits:
-        out._bits = bytearray(bits)
-        out._bit_count = bit_count
-    out._frozen = frozen
-    return out
 
 
 class RankHosts(Mapping[int, str]):
@@ -370,5 +343,5 @@ class RankHosts(Mapping[int, str]):
             return []
         dense = {number + 1 for number in wanted}
         out = [rank for rank, number in enumerate(self._dense) if number in dense]
-        out += sorted(rank for rank, number in self._sparse.items() if number in wanted)
+        out += [rank for rank, number in self._sparse.items() if number in wanted]
         return sorted(out)

@@ -117,7 +117,7 @@ def test_collateral_of_several_groups_keeps_each_groups_own_event() -> None:
     assert [(rank, e.rule) for rank, e in lowest] == [
         (3, own.rule), (100, timeout.rule), (101, lost.rule), (102, timeout.rule), (103, lost.rule)]
     assert len(collateral) == 101 and collateral.ranks() == {3, *range(100, 200)}
-    assert {rule: ranks.text() for rule, (ranks, _) in collateral.by_rule().items()} == {
+    assert {rule: ranks.text() for rule, (ranks, _) in collateral.by_rule.items()} == {
         own.rule: "3", timeout.rule: ",".join(str(r) for r in range(100, 200, 2)),
         lost.rule: ",".join(str(r) for r in range(101, 200, 2))}
     assert [e.rule for e in collateral.events()] == [own.rule, timeout.rule, lost.rule]

@@ -487,7 +487,7 @@ def _fsdp2_rng_state(config: _Config, fsdp: dict[str, Any]) -> Iterator[Finding]
     dropouts = _dropout_settings(config.data)
     model = _model_dropout(fsdp, {name.rsplit(".", 1)[-1] for name, _ in dropouts})
     active = [f"`{name}: {value:g}`" for name, value in dropouts if value > 0][:3]
-    model_warns = model is not None and bool(model[1])
+    model_warns = bool(model)
     exact = bool(dropouts) or (model is not None and _adapter_dropout_known(config.data))
     if not active and not model_warns and exact:
         return
@@ -495,8 +495,8 @@ def _fsdp2_rng_state(config: _Config, fsdp: dict[str, Any]) -> Iterator[Finding]
         f" (applies to {facts.topic(RNG_STATE_TOPIC).versions_where(True)}; {answer.assumed})"
     if active:
         where = f"this file sets {', '.join(active)}, so the"
-    elif model_warns and model is not None:
-        where = f"{model[0]}, so the"
+    elif model:
+        where = f"{model}, so the"
     elif model is not None:
         # trl/trainer/model_config.py:115-117 (TRL main at the precision mirror): `lora_dropout` 0.05;
         # PEFT's LoraConfig defaults to 0.0 (peft 0.21.2, installed)
@@ -513,10 +513,10 @@ def _fsdp2_rng_state(config: _Config, fsdp: dict[str, Any]) -> Iterator[Finding]
     yield dataclasses.replace(found, severity=severity, assumes=(answer.assumed,))
 
 
-def _model_dropout(fsdp: dict[str, Any], set_in_file: set[str]) -> tuple[str, list[str]] | None:
+def _model_dropout(fsdp: dict[str, Any], set_in_file: set[str]) -> str | None:
     """What the wrapped layers' models do by default (`fsdp_transformer_layer_cls_to_wrap`, read against
-    transformers' config defaults): (a phrase saying so, the non-zero dropout settings the file does not set),
-    or None when a layer is not named or not known."""
+    transformers' config defaults): a phrase naming the non-zero dropout settings the file does not set,
+    "" when there are none, or None when a layer is not named or not known."""
     names = layers.layer_names(fsdp.get("fsdp_transformer_layer_cls_to_wrap"))
     known = [layers.layer_defaults(name) for name in names]
     if not names or any(row is None for row in known):
@@ -525,11 +525,11 @@ def _model_dropout(fsdp: dict[str, Any], set_in_file: set[str]) -> tuple[str, li
     nonzero = sorted({setting for row in rows for setting in row.nonzero_dropout
                       if setting.rsplit(".", 1)[-1] not in set_in_file})
     if not nonzero:
-        return "", []
+        return ""
     where = ", ".join(f"`{row.layer}` ({'/'.join(row.model_types[:2])})" for row in rows[:2])
     settings = ", ".join(f"`{setting}`" for setting in nonzero[:3])
     return (f"the wrapped layers {where} come from a model whose config defaults {settings} to non-zero "
-            f"(transformers {rows[0].transformers}) and this file does not set them to 0"), nonzero
+            f"(transformers {rows[0].transformers}) and this file does not set them to 0")
 
 
 # axolotl fills an unset `lora_dropout` with 0.0 for any adapter (src/axolotl/utils/schemas/peft.py:80, 235-237

@@ -200,17 +200,12 @@ class EventCollector:
         unit, key = self._last_kept
         if unit != (line.source, line.number) or self._block_index.get(unit) != len(self.out.units) - 1:
             return
-        event = self.out.units[-1]
-        rank = event.line.rank
-        if event.role is not Role.SYMPTOM or rank is None or not 0 <= rank < MAX_BIT_RANK \
-                or not self._grouped(event, rank):
+        if not self._joins_group(self.out.units[-1]):
             return
         self.out.units.pop()
         del self._blocks[unit], self._block_index[unit]
         self._last_kept = None
-        self._kept[key] -= 1
-        if self._kept[key] <= 0:
-            del self._kept[key]
+        _release(self._kept, key)
 
     def close_block(self, block: int) -> None:
         """The traceback grouper's word that `block` takes no more lines: its bookkeeping goes, and a symptom
@@ -220,18 +215,11 @@ class EventCollector:
         self._block_op.pop(block, None)
         event = self._blocks.pop(block, None)
         index = self._block_index.pop(block, None)
-        if event is None or index is None:
-            return
-        rank = event.line.rank
-        if event.role is not Role.SYMPTOM or event.line.quoted or rank is None or not 0 <= rank < MAX_BIT_RANK \
-                or block in self.ignored_blocks or not self._grouped(event, rank):
+        if event is None or index is None or block in self.ignored_blocks or not self._joins_group(event):
             return
         self.out.units[index] = None  # type: ignore[call-overload]  # a hole: compact() squeezes it out
         self._holes += 1
-        key = (event.rule, rank)
-        self._kept_blocks[key] -= 1
-        if self._kept_blocks[key] <= 0:
-            del self._kept_blocks[key]
+        _release(self._kept_blocks, (event.rule, event.line.rank))
         if self._holes > 4096 and self._holes * 2 > len(self.out.units):
             self.compact()
 
@@ -251,8 +239,11 @@ class EventCollector:
         units[:] = kept
         self._holes = 0
 
-    def _grouped(self, event: Event, rank: int) -> bool:
-        """True when the event joined its signature's RankGroup instead of becoming a unit."""
+    def _joins_group(self, event: Event) -> bool:
+        """True when a kept symptom event of one rank joined its signature's RankGroup (so it leaves `units`)."""
+        rank = event.line.rank
+        if event.role is not Role.SYMPTOM or event.line.quoted or rank is None or not 0 <= rank < MAX_BIT_RANK:
+            return False
         signature = (event.rule, event.pattern, event.line.source, event.severity,
                      *sorted((k, v) for k, v in event.fields.items() if k != "rank"))
         held = self._signatures.get(signature)
@@ -287,6 +278,13 @@ class EventCollector:
             old = self._parked.popleft()
             if old not in self._block_index:
                 self._blocks.pop(old, None)
+
+
+def _release(kept: dict[tuple[str, int | None], int], key: tuple[str, int | None]) -> None:
+    """One kept unit of `key` left `units`: count it out (and forget the key at zero)."""
+    kept[key] -= 1
+    if kept[key] <= 0:
+        del kept[key]
 
 
 def _raised(kept: Event, other: Event) -> Event:

@@ -14,6 +14,7 @@ candidates (see `HostEvidence`).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import re
@@ -735,8 +736,10 @@ class CollateralRanks:
         """What was suffered, one event a rank for the ranks met one by one, then one a group."""
         return [*self.by_rank.values(), *(event for _, event in self.groups)]
 
+    @functools.cached_property
     def by_rule(self) -> dict[str, tuple[RankSet, Event]]:
-        """The ranks that suffered each entry, with the first event of it, in the order of those events."""
+        """The ranks that suffered each entry, with the first event of it, in the order of those events
+        (worked out once: the report's ranges and its reasons both read it)."""
         out: dict[str, tuple[RankSet, Event]] = {}
         entries: list[tuple[Event, Iterable[int]]] = [(event, (rank,)) for rank, event in self.by_rank.items()]
         entries += [(event, ranks) for ranks, event in self.groups]

@@ -74,7 +74,7 @@ def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Lib
 def _collateral_ranges(collateral: CollateralRanks, library: Library) -> tuple[CollateralRanges, ...]:
     """The collateral ranks grouped by what they suffered, in the order the entries were first seen."""
     return tuple(CollateralRanges(rule, _title(library, rule), ranks.text(), len(ranks), event.line.number)
-                 for rule, (ranks, event) in collateral.by_rule().items())
+                 for rule, (ranks, event) in collateral.by_rule.items())
 
 
 def _title(library: Library, rule: str) -> str:
@@ -150,7 +150,7 @@ def _why(verdict: Verdict, collateral: CollateralRanks, library: Library) -> str
     if verdict.undecided:
         parts.append(verdict.undecided)
     if collateral:
-        by_rule = collateral.by_rule()
+        by_rule = collateral.by_rule
         suffered = "; ".join(f"rank(s) {ranks.text()}: {_title(library, rule)}"
                              for rule, (ranks, _) in sorted(by_rule.items(), key=lambda kv: kv[1][0].first() or 0))
         parts.append(f"then {suffered}")

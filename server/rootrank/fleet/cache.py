@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from rootrank import __version__
-from rootrank.cachefiles import cache_dir
+from rootrank.cachefiles import cache_dir, read_json
 from rootrank.fleet.record import UNREADABLE, RunResult, row_from_json, row_to_json
 from rootrank.fleet.runs import Run
 from rootrank.library import rules_dir
@@ -55,10 +55,7 @@ class ScanCache:
             self._load(path)
 
     def _load(self, path: Path) -> None:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return  # no cache yet, or a damaged one: scan everything
+        data = read_json(path)  # None: no cache yet, or a damaged one: scan everything
         if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA or data.get("library") != self._stamp:
             return
         for item in data.get("runs", ()):

@@ -23,28 +23,21 @@ class LayerDefaults:
     nonzero_dropout: tuple[str, ...]  # the config's dropout settings whose default is not 0
     transformers: str  # the version the table was read from
 
-    @property
-    def trains_with_dropout(self) -> bool:
-        return bool(self.nonzero_dropout)
-
 
 @functools.cache
-def _table() -> tuple[str, dict[str, LayerDefaults]]:
+def _table() -> dict[str, LayerDefaults]:
     try:
         document = json.loads(TABLE.read_text(encoding="utf-8"))
         version = str(document["transformers"])
-        rows = {
-            name: LayerDefaults(name, tuple(row["model_types"]), tuple(row["nonzero"]), version)
-            for name, row in document["layers"].items()
-        }
+        return {name: LayerDefaults(name, tuple(row["model_types"]), tuple(row["nonzero"]), version)
+                for name, row in document["layers"].items()}
     except (OSError, ValueError, KeyError, TypeError):
-        return "", {}  # a damaged install: every layer is unknown, and the checks say what they cannot tell
-    return version, rows
+        return {}  # a damaged install: every layer is unknown, and the checks say what they cannot tell
 
 
 def layer_defaults(name: str) -> LayerDefaults | None:
     """The defaults of one layer class, or None when transformers (as read) has no model that keeps it whole."""
-    return _table()[1].get(name.strip())
+    return _table().get(name.strip())
 
 
 def layer_names(value: object) -> list[str]:
