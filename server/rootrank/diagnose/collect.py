@@ -160,7 +160,7 @@ class EventCollector:
         if count.first is None:
             count.first = event
         count.last = event
-        if rank is not None:
+        if rank is not None and rank not in count.ranks.small:
             count.ranks.add(rank)
         # A traceback is one unit; so is a single line that several entries match.
         unit: int | tuple[str, int] = line.block or (line.source, line.number)

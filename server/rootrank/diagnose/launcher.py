@@ -272,7 +272,11 @@ class LauncherParser:
         if sources is not None:  # past MAX_AGENTS "agents" they are workers' own hosts (Ray's ip=), not launchers
             sources.add(source)
             if rank is not None:
-                report.prefix_ranks.setdefault(self._agent, RankSet()).add(rank)
+                ranks = report.prefix_ranks.get(self._agent)
+                if ranks is None:
+                    ranks = report.prefix_ranks[self._agent] = RankSet()
+                if rank not in ranks.small:  # every worker line comes here: the common case at C speed
+                    ranks.add(rank)
         if self._in_table:
             return self._table_line(text, line, source)
         if self._armed and line - self._armed_at > ARM_WINDOW:
