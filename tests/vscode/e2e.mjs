@@ -75,6 +75,8 @@ async function runCommand(title) {
       await row.click({ timeout: 10000, force: attempt === 3 });
       return;
     } catch (e) {
+      // a click that threw after the palette closed was taken (a reload navigates under it): never run twice
+      if (step.startsWith('click') && !(await input.isVisible().catch(() => false))) return;
       const why = `${step}: ${String(e?.message ?? e).split('\n')[0]}`;
       if (attempt >= 3) throw new Error(why);
       log(`     command "${title}": ${why}; trying again`);
