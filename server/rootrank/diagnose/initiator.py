@@ -19,7 +19,7 @@ import heapq
 import itertools
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from rootrank.diagnose.collect import Collected, grouped_ranks, is_error_cause
@@ -732,9 +732,10 @@ class CollateralRanks:
         streams += [zip(ranks, itertools.repeat(event)) for ranks, event in self.groups]
         return list(itertools.islice(heapq.merge(*streams, key=lambda item: item[0]), count))
 
-    def events(self) -> list[Event]:
-        """What was suffered, one event a rank for the ranks met one by one, then one a group."""
-        return [*self.by_rank.values(), *(event for _, event in self.groups)]
+    def events(self) -> Iterator[Event]:
+        """What was suffered, one event a rank for the ranks met one by one, then one a group (lazily: the
+        report reads the first few of what may be a million)."""
+        return itertools.chain(self.by_rank.values(), (event for _, event in self.groups))
 
     @functools.cached_property
     def by_rule(self) -> dict[str, tuple[RankSet, Event]]:

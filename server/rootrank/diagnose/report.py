@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 from rootrank.diagnose.collect import Collected
@@ -140,7 +141,7 @@ def _evidence(verdict: Verdict, collateral: CollateralRanks) -> tuple[Evidence, 
 
     if verdict.cause is not None:
         add(verdict.cause)
-    for event in collateral.events()[:3]:
+    for event in itertools.islice(collateral.events(), 3):
         add(event)
     return tuple(items)
 
