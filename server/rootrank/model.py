@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, TypeVar
 
 from rootrank.ranks import RankSet
 
@@ -39,7 +39,39 @@ class Applicability(str, enum.Enum):
 
 # --------------------------------------------------------------------------- log side
 
+_Record = TypeVar("_Record")
 
+
+def _quick_init(cls: type[_Record]) -> type[_Record]:
+    """Give a frozen, slotted dataclass an `__init__` that stores each field through its slot's own
+    setter: the generated one calls `object.__setattr__` by name per field, twice the time, and a
+    failure cascade builds a line record and an event for each of tens of thousands of lines. The
+    signature, the defaults and the immutability afterwards are the dataclass's own."""
+    namespace: dict[str, Any] = {"_MISSING": MISSING}
+    params: list[str] = []
+    body: list[str] = []
+    for spec in fields(cls):  # type: ignore[arg-type]
+        name = spec.name
+        namespace[f"_set_{name}"] = getattr(cls, name).__set__
+        if spec.default is not MISSING:
+            namespace[f"_default_{name}"] = spec.default
+            params.append(f"{name}=_default_{name}")
+        elif spec.default_factory is not MISSING:
+            namespace[f"_factory_{name}"] = spec.default_factory
+            params.append(f"{name}=_MISSING")
+            body.append(f"    if {name} is _MISSING:\n        {name} = _factory_{name}()\n")
+        else:
+            params.append(name)
+        body.append(f"    _set_{name}(self, {name})\n")
+    exec(f"def __init__(self, {', '.join(params)}) -> None:\n{''.join(body)}", namespace)
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    setattr(cls, "__init__", init)  # noqa: B010
+    return cls
+
+
+
+@_quick_init
 @dataclass(frozen=True, slots=True)
 class LogLine:
     """One logical line of a log after normalisation, with what the launcher prefix told us."""
@@ -57,6 +89,7 @@ class LogLine:
     quoted: bool = False  # echoed by a launcher summary about another process, not printed by it
 
 
+@_quick_init
 @dataclass(frozen=True, slots=True)
 class Event:
     """A log line (or traceback) that matched a failure entry."""

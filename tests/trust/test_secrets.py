@@ -118,3 +118,26 @@ def test_language_server_command_is_redacted(raw_lsp, tmp_path: Path) -> None:
     assert any(d["message"].startswith("initiating failure: rank 2") for d in published["params"]["diagnostics"])
     assert not _leaked(json.dumps(published)), "diagnostic messages carry no credentials"
     assert server.shutdown() == 0
+
+
+def test_the_literal_guards_never_change_what_is_redacted() -> None:
+    """redact() skips a rule whose literals a text lacks; every rule run on every text must agree. The texts:
+    each credential alone, in other cases, cut short, and the whole leak line with pieces of it removed."""
+    import random
+
+    from rootrank.redact import _RULES, redact
+
+    def unguarded(text: str) -> str:
+        for rule in _RULES:
+            text = rule.pattern.sub(rule.replacement, text)
+        return text
+
+    texts = [LEAKS, LEAKS.lower(), LEAKS.upper(), "authorization: BEARER abcdefghijklmnop", "x" * 50]
+    texts += [f"{name}: {secret}" for name, secret in SECRETS.items()]
+    generator = random.Random(7)
+    for _ in range(2000):
+        start = generator.randrange(len(LEAKS))
+        piece = LEAKS[start: start + generator.randrange(1, 120)]
+        texts.append(piece.swapcase() if generator.random() < 0.3 else piece)
+    assert [redact(t) for t in texts] == [unguarded(t) for t in texts]
+    assert sum(redact(t) != t for t in texts) > 500  # the pieces do hold credentials

@@ -98,11 +98,15 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
     split = split_for(prefilter, chunks.read) if split_for is not None else None
     if split is not None:
         chunks.limit, chunks.extend = split.first_limit, split.claim
+        # The file's end is swept now, while the other process works (the segments each takes adjust
+        # to it): swept after the other process is done, it would keep both waiting.
+        end = _tail_of(handle.fileno(), split.size)
+        census(end, 0, len(end))
     census(buf, 0, min(cut, CENSUS_BYTES))
     line_no = yield from _select_in(buf, cut, 0, prefilter.candidates(buf, 0, cut), dense, awaited)
     if on_progress is not None:
         on_progress(cut)
-    # With a worker, the census of the end reads the file's last bytes; without, the last chunk's.
+    # With a worker, the census of the end read the file's last bytes above; without, it takes the last chunk's.
     tail = _Tail() if split is None else None
     line_no, offset = yield from _select_chunks(pieces, prefilter, line_no, cut, dense, on_progress, tail,
                                                 not buf.endswith(b"\n", 0, cut), awaited)
@@ -118,8 +122,6 @@ def select_lines(handle: BinaryIO, prefilter_for: Callable[[bytes], Prefilter], 
         rest = LineChunks(cast(ReadsInto, handle), CHUNK_BYTES, MAX_LINE_BYTES, size_hint=remaining_bytes(handle))
         line_no, offset = yield from _select_chunks(iter(rest), prefilter, line_no, offset, dense, on_progress, None,
                                                     awaited=awaited)
-    end = _tail_of(handle.fileno(), split.size)
-    census(end, 0, len(end))
     return line_no
 
 
