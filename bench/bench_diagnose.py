@@ -380,7 +380,42 @@ def other_generator(directory: Path, out: Path, sizes: list[int], ranks: int, se
                 path, path.with_suffix(f".{engine}.json"), timeout, engine=engine))
         result["sizes"].append({"bytes": nbytes, "lines": truth.get("lines"), "fail_rank": truth["initiating_rank"],
                                 "tools": tools})
+    # The smallest log of the same options (start-up output, one block of steps, the failure cascade): what
+    # every size pays whatever its length, which sets how the ratio to grep changes with size.
+    path = patterns_dir / f"other-0-r{ranks}-s{seed}.log"
+    if regen or not path.exists():
+        subprocess.run([sys.executable, str(directory / "gen_log.py"), "-o", str(path), "--size", "0",
+                        "--ranks", str(ranks), "--seed", str(seed)], check=True, capture_output=True)
+    warm(path)
+    fixed: dict = {}
+    for engine in ["python"] + (["hyperscan"] if has_hyperscan() else []):
+        name = "rootrank diagnose" + (" [fast]" if engine == "hyperscan" else "")
+        say(f"other generator: {name} on the smallest log x{rootrank_repeat} ...")
+        fixed[name] = median_of(rootrank_repeat, lambda engine=engine: diagnose(
+            path, path.with_suffix(f".{engine}.json"), timeout, engine=engine))
+    result["fixed"] = {"bytes": path.stat().st_size, "tools": fixed}
     return result
+
+
+def size_scaling(sizes: list[dict], fixed: dict | None) -> list[str]:
+    """How each engine's ratio to grep changes with size: its time on the smallest log (paid at every size)
+    and its throughput past it, from the two largest sizes."""
+    if not fixed or len(sizes) < 2:
+        return []
+    lines = ["", "How the ratio changes with size (rootrank's time is about its time on the smallest log, the "
+             "failure cascade and start-up, plus the bytes at its throughput between the two largest sizes):", ""]
+    small, large = sizes[-2], sizes[-1]
+    for name, base in fixed["tools"].items():
+        a, b = small["tools"].get(name, {}), large["tools"].get(name, {})
+        if not (base.get("wall_s") and a.get("wall_s") and b.get("wall_s")) or b["wall_s"] <= a["wall_s"]:
+            continue
+        rate = (large["bytes"] - small["bytes"]) / MB / (b["wall_s"] - a["wall_s"])
+        shares = ", ".join(f"{base['wall_s'] / run['tools'][name]['wall_s']:.0%} of it at {run['bytes'] / MiB:,.0f} MiB "
+                           f"({run['tools']['grep -E']['wall_s'] / run['tools'][name]['wall_s']:.2f}x grep)"
+                           for run in sizes if run["tools"].get(name, {}).get("wall_s"))
+        lines.append(f"- `{name}`: {base['wall_s']:.2f} s on the smallest log ({fixed['bytes'] / MiB:.1f} MiB), "
+                     f"then {rate:,.0f} MB/s; that first part is {shares}.")
+    return lines
 
 
 def other_markdown(other: dict) -> str:
@@ -404,6 +439,13 @@ def other_markdown(other: dict) -> str:
             md.append(f"| {run['bytes'] / MiB:,.0f} MiB ({other['generator']}) | {name} | {t['wall_s']:.2f} s "
                       f"({runs}) | {run['bytes'] / MB / t['wall_s']:,.1f} | {grep_wall / t['wall_s']:.2f}x | "
                       f"{_cpu_text(t)} | {_cpu_ratio(grep_cpu, _cpu(t))} | {fmt_rss(t.get('peak_rss_mib'))} | {found} |")
+    fixed = other.get("fixed")
+    for name, t in (fixed or {}).get("tools", {}).items():
+        runs = ", ".join(f"{w:.2f}" for w in t.get("runs", []))
+        md.append(f"| {fixed['bytes'] / MiB:,.1f} MiB, the smallest log ({other['generator']}) | {name} | "
+                  f"{t['wall_s']:.2f} s ({runs}) | {fixed['bytes'] / MB / t['wall_s']:,.1f} | - | {_cpu_text(t)} | - | "
+                  f"{fmt_rss(t.get('peak_rss_mib'))} | - |")
+    md.extend(size_scaling(other["sizes"], fixed))
     return "\n".join(md) + "\n"
 
 
@@ -431,6 +473,19 @@ def warm(path: Path) -> None:
 def rootrank_cmd() -> list[str]:
     exe = shutil.which("rootrank", path=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     return [exe] if exe else [sys.executable, "-m", "rootrank"]
+
+
+def compile_bytecode() -> str:
+    """Write rootrank's bytecode as `pip install` does, before anything is timed: an editable install
+    under PYTHONDONTWRITEBYTECODE (set on some machines) would compile its modules again at every start."""
+    where = subprocess.run([sys.executable, "-c", "import os, rootrank; print(os.path.dirname(rootrank.__file__))"],
+                           capture_output=True, text=True)
+    package = where.stdout.strip()
+    if where.returncode != 0 or not package:
+        return "bytecode: rootrank is not importable here; timing the command as it is"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run([sys.executable, "-m", "compileall", "-q", package], capture_output=True, env=env)
+    return f"bytecode: {package} compiled" if done.returncode == 0 else f"bytecode: compileall failed in {package}"
 
 
 def has_hyperscan() -> bool:
@@ -711,6 +766,9 @@ def main(argv: list[str] | None = None) -> int:
 
     res: dict = {"config": {"ranks": args.ranks, "prefix": args.prefix, "fail_rank": args.fail_rank,
                             "seed": args.seed, "repeat": args.repeat, "sizes": sizes}, "sizes": []}
+
+    if not args.no_rootrank:
+        say(compile_bytecode())
 
     # the small log: same generator and options, smallest body
     small_path = out / f"small-{tag}.log"

@@ -138,6 +138,8 @@ class Pipeline:
 
     def awaited(self) -> tuple[bytes, ...]:
         """The literals of the completion markers armed now: the line selection looks for them too."""
+        if not self._armed:  # asked before every selected line; almost always nothing is armed
+            return ()
         return tuple(marker.literal.encode("utf-8") for marker in self._armed)
 
     def feed(self, source: str, lines: Iterable[tuple[int, str]], path_hint: str | None = None) -> None:

@@ -276,6 +276,27 @@ class Dialect:
         return frozenset(chosen)
 
 
+class _LineStarts:
+    """`re.compile(b"(?m)^" + body).findall`, for a body that matches within one line: the regex engine
+    tries a `^` at every byte (14 ms per 4 MiB), so the matches after a newline are found by a regex led
+    by the newline, which it skips to at memchr speed, and the one at the very start by itself."""
+
+    def __init__(self, body: bytes) -> None:
+        self.after_newline = re.compile(b"\n" + body)
+        self.first = re.compile(body)
+
+    def findall(self, buf: bytes | bytearray, start: int, end: int) -> list[bytes]:
+        # A line starts at `start` when it is the buffer's start or follows a newline: the newline-led
+        # regex, searched from the byte before, finds it there as `^` would.
+        found: list[bytes] = self.after_newline.findall(buf, start - 1, end) if start > 0 else []
+        if start == 0:
+            first = self.first.match(buf, 0, end)
+            if first is not None:
+                found.append(first[1])
+            found += self.after_newline.findall(buf, 0, end)
+        return found
+
+
 class RankCensus:
     """Who printed at all: rank prefixes swept over whole byte chunks in C, not line by line in Python.
 
@@ -284,8 +305,8 @@ class RankCensus:
     """
 
     _GLOBAL = re.compile(rb"\[rank(?:: )?(\d{1,6})\](?::| (?=\S))")
-    _MPI = re.compile(rb"(?m)^\[\d{1,6},(\d{1,6})\]<std")
-    _LOCAL = re.compile(rb"(?m)^\[(?!rank\d)[A-Za-z_][\w.-]{0,63}?:?(\d{1,5})\]:")
+    _MPI = _LineStarts(rb"\[\d{1,6},(\d{1,6})\]<std")
+    _LOCAL = _LineStarts(rb"\[(?!rank\d)[A-Za-z_][\w.-]{0,63}?:?(\d{1,5})\]:")
     _SRUN = re.compile(rb"(?m)^\s{0,4}(\d{1,5}): ")
 
     def __init__(self) -> None:
