@@ -88,9 +88,7 @@ class Pipeline:
 
     def match_cut(self, text: str) -> Matches:
         """Patterns for a line cut short (built on first need: most logs have no cut lines to ask about)."""
-        if self._cut_matcher is None:
-            self._cut_matcher = Matcher(truncated_library(self.library))
-        return self._cut_matcher.match(text)
+        return self._cut().match(text)
 
     def prefilter(self, sample: bytes) -> Prefilter:
         """The prefilter, tuned to the first source's bytes (the files of one run look alike, and a run
@@ -172,12 +170,15 @@ class Pipeline:
     def _pasted(self, line: LogLine, shape: LineShape) -> Matches:
         """`match_pasted` for a line of a known shape (lines.py): the text is ASCII and its shape a slice
         of the line's, and what undecorate and may_be_cut say of it is the same for every text of the
-        shape (their regexes and tests tell no digits apart), so they are asked once per shape."""
+        shape (their regexes and tests tell no digits apart), so they are asked once per shape; so is
+        whether any pattern can match a text of the shape at all (the matchers' plans for it are empty:
+        a launcher table's field lines, say), which spares those lines both matchers."""
         text = line.text
         facts = shape.pasted
         if facts is None:
-            plain = undecorate(text)
-            facts = shape.pasted = (plain is text, may_be_cut(plain))
+            facts = shape.pasted = self._shape_facts(text, shape)
+        if facts[2]:
+            return []
         if not facts[0] or PASTE_SHAPES is None:
             return match_pasted(self.matcher.match, text, self.match_cut, self.loose)
         end = shape.plan.end
@@ -185,13 +186,31 @@ class Pipeline:
         encoded = text.encode()
         found = self.matcher.match_shaped(text, encoded, key)
         if facts[1] and all(p.entry_id in self.loose for p, _ in found):
-            if self._cut_matcher is None:
-                self._cut_matcher = Matcher(truncated_library(self.library))
             entries = {pattern.entry_id for pattern, _ in found}
-            extra = [(pattern, fields) for pattern, fields in self._cut_matcher.match_shaped(text, encoded, key)
+            extra = [(pattern, fields) for pattern, fields in self._cut().match_shaped(text, encoded, key)
                      if pattern.entry_id not in entries]
             found = found + extra if extra else found
         return found
+
+    def _shape_facts(self, text: str, shape: LineShape) -> tuple[bool, bool, bool]:
+        """(undecorate leaves the text as it is, the text may be cut short, no pattern matches any text of
+        the shape) for a text of the shape."""
+        plain = undecorate(text)
+        same, cut = plain is text, may_be_cut(plain)
+        if not same or PASTE_SHAPES is None:
+            return same, cut, False
+        end = shape.plan.end
+        key = shape.key[end:] if end else shape.key
+        encoded = text.encode()
+        silent = (self.matcher.matches_nothing(text, encoded, key)
+                  and (not cut or self._cut().matches_nothing(text, encoded, key)))
+        return same, cut, silent
+
+    def _cut(self) -> Matcher:
+        """The matcher of lines cut short (built on first need)."""
+        if self._cut_matcher is None:
+            self._cut_matcher = Matcher(truncated_library(self.library))
+        return self._cut_matcher
 
     def _completions(self, text: str) -> Matches:
         """The armed completion markers this line matches (each is disarmed by its first match)."""

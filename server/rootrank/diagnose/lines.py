@@ -97,7 +97,7 @@ class LineShape:
         self.whole = split_physical(line) == [line]
         self.plan = plan
         self.quiet = is_quiet(line[plan.end:] if plan.end else line)
-        self.pasted: tuple[bool, bool] | None = None
+        self.pasted: tuple[bool, bool, bool] | None = None
 
 
 

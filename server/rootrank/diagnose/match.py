@@ -105,12 +105,9 @@ class Matcher:
     def match_shaped(self, text: str, encoded: bytes, shape: bytes) -> list[tuple[LogPattern, dict[str, str]]]:
         """`match(text)` for a text of at most MAX_SHAPE_CHARS characters whose UTF-8 bytes are `encoded`
         and whose shape (every digit alike, shapes.ALIKE) is `shape`: a caller that knows them already."""
-        plan = self._shapes.get(shape)
-        if plan is None:
-            plan = self._plan(text)
-            if len(self._shapes) >= SHAPES:
-                self._shapes.clear()
-            self._shapes[shape] = plan
+        plan = self._plan_of(text, shape)
+        if not plan:
+            return []
         found: list[tuple[LogPattern, dict[str, str]]] = []
         seen_entries: set[str] = set()
         patterns = self._patterns
@@ -125,6 +122,20 @@ class Matcher:
             found.append((pattern, {name: text[start:end] for name, start, end in spans}))
             seen_entries.add(pattern.entry_id)
         return found
+
+    def matches_nothing(self, text: str, encoded: bytes, shape: bytes) -> bool:
+        """Whether no text of `text`'s shape can match any pattern (arguments as for match_shaped): its plan
+        is empty, so match_shaped returns nothing for every one of them."""
+        return not self._plan_of(text, shape)
+
+    def _plan_of(self, text: str, shape: bytes) -> list[tuple[int, Spans | None]]:
+        plan = self._shapes.get(shape)
+        if plan is None:
+            plan = self._plan(text)
+            if len(self._shapes) >= SHAPES:
+                self._shapes.clear()
+            self._shapes[shape] = plan
+        return plan
 
     def _told(self, place: int, text: str, encoded: bytes) -> Spans | None:
         """Where a pattern that tells some digits apart captures in `text` (None: no match), remembered
