@@ -70,7 +70,6 @@ def _quick_init(cls: type[_Record]) -> type[_Record]:
     return cls
 
 
-
 @_quick_init
 @dataclass(frozen=True, slots=True)
 class LogLine:
