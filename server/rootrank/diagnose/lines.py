@@ -201,12 +201,6 @@ class LineScanner:
             host = peeled.host or path_host
             stream_rank = rank
             time = peeled.time
-            if rank is None or time is None:
-                named, stamp = fact_spans(text)
-                if rank is None and named is not None:
-                    rank = int(text[named[0]: named[1]])
-                if time is None and stamp is not None:
-                    time = parse_time(text[stamp[0]: stamp[1]])
             quoted, table_rank = self.launcher.feed(text, number, source, agent_of(host, peeled.pid),
                                                     stream_rank, shape is not None and shape.quiet)
             if quoted:
@@ -216,6 +210,13 @@ class LineScanner:
                 time = None
                 stream: object = ("launcher-table", source)
             else:
+                # What the text says of itself (a table line's own rank and time are the table's, above).
+                if rank is None or time is None:
+                    named, stamp = fact_spans(text)
+                    if rank is None and named is not None:
+                        rank = int(text[named[0]: named[1]])
+                    if time is None and stamp is not None:
+                        time = parse_time(text[stamp[0]: stamp[1]])
                 # The stream is the printing process as its prefix tells; a rank named in the message
                 # must not split an unprefixed traceback from its own exception line.
                 stream = (source, stream_rank, local_rank, host)
