@@ -181,8 +181,7 @@ class Pipeline:
             return []
         if not facts[0] or PASTE_SHAPES is None:
             return match_pasted(self.matcher.match, text, self.match_cut, self.loose)
-        end = shape.plan.end
-        key = shape.key[end:] if end else shape.key
+        key = _text_shape(shape)
         encoded = text.encode()
         found = self.matcher.match_shaped(text, encoded, key)
         if facts[1] and all(p.entry_id in self.loose for p, _ in found):
@@ -199,11 +198,8 @@ class Pipeline:
         same, cut = plain is text, may_be_cut(plain)
         if not same or PASTE_SHAPES is None:
             return same, cut, False
-        end = shape.plan.end
-        key = shape.key[end:] if end else shape.key
-        encoded = text.encode()
-        silent = (self.matcher.matches_nothing(text, encoded, key)
-                  and (not cut or self._cut().matches_nothing(text, encoded, key)))
+        key = _text_shape(shape)
+        silent = self.matcher.matches_nothing(text, key) and (not cut or self._cut().matches_nothing(text, key))
         return same, cut, silent
 
     def _cut(self) -> Matcher:
@@ -232,6 +228,12 @@ class Pipeline:
         snapshot = dataclasses.replace(collected, lines=self.physical_lines, ranks_seen=ranks_seen,
                                        local_ranks_seen=local_ranks_seen, sources=list(collected.sources))
         return build_diagnosis(snapshot, self.scanner.launcher.report, self.library)
+
+
+def _text_shape(shape: LineShape) -> bytes:
+    """The shape of a line's text: its raw line's shape past the prefixes."""
+    end = shape.plan.end
+    return shape.key[end:] if end else shape.key
 
 
 def prefilter_literals(library: Library) -> tuple[tuple[str, ...], tuple[str, ...]]:

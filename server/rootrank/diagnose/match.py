@@ -123,9 +123,9 @@ class Matcher:
             seen_entries.add(pattern.entry_id)
         return found
 
-    def matches_nothing(self, text: str, encoded: bytes, shape: bytes) -> bool:
-        """Whether no text of `text`'s shape can match any pattern (arguments as for match_shaped): its plan
-        is empty, so match_shaped returns nothing for every one of them."""
+    def matches_nothing(self, text: str, shape: bytes) -> bool:
+        """Whether no text of `text`'s shape (as for match_shaped) can match any pattern: its plan is empty,
+        so match_shaped returns nothing for every one of them."""
         return not self._plan_of(text, shape)
 
     def _plan_of(self, text: str, shape: bytes) -> list[tuple[int, Spans | None]]:

@@ -286,14 +286,11 @@ class _LineStarts:
         self.first = re.compile(body)
 
     def findall(self, buf: bytes | bytearray, start: int, end: int) -> list[bytes]:
-        # A line starts at `start` when it is the buffer's start or follows a newline: the newline-led
-        # regex, searched from the byte before, finds it there as `^` would.
-        found: list[bytes] = self.after_newline.findall(buf, start - 1, end) if start > 0 else []
-        if start == 0:
-            first = self.first.match(buf, 0, end)
-            if first is not None:
-                found.append(first[1])
-            found += self.after_newline.findall(buf, 0, end)
+        # A line starts at `start` when it follows a newline (searched from the byte before, the newline-led
+        # regex finds it there as `^` would) or when `start` is the buffer's start.
+        found: list[bytes] = self.after_newline.findall(buf, max(start - 1, 0), end)
+        if start == 0 and (first := self.first.match(buf, 0, end)) is not None:
+            found.append(first[1])
         return found
 
 
@@ -307,19 +304,15 @@ class RankCensus:
     _GLOBAL = re.compile(rb"\[rank(?:: )?(\d{1,6})\](?::| (?=\S))")
     _MPI = _LineStarts(rb"\[\d{1,6},(\d{1,6})\]<std")
     _LOCAL = _LineStarts(rb"\[(?!rank\d)[A-Za-z_][\w.-]{0,63}?:?(\d{1,5})\]:")
-    _SRUN = re.compile(rb"(?m)^\s{0,4}(\d{1,5}): ")
 
     def __init__(self) -> None:
         self.ranks = RankSet()  # a million ranks cost bits
         self.local_ranks: set[int] = set()
-        self.srun = False
 
     def sweep(self, buf: bytes | bytearray, start: int, end: int) -> None:
         if b"[rank" in buf:
             self.ranks.update(int(r) for r in set(self._GLOBAL.findall(buf, start, end)))
         if b"]<std" in buf:
             self.ranks.update(int(r) for r in set(self._MPI.findall(buf, start, end)))
-        elif self.srun:
-            self.ranks.update(int(r) for r in set(self._SRUN.findall(buf, start, end)))
         if b"]:" in buf:
             self.local_ranks.update(int(r) for r in set(self._LOCAL.findall(buf, start, end)))
