@@ -155,7 +155,7 @@ def _occurrences(anchors: set[bytes], sample: bytes) -> Counter[bytes]:
     """How often each anchor is hit by its scan over the sample (one scan per first byte)."""
     seen: Counter[bytes] = Counter()
     for group in _by_first_byte(tuple(sorted(anchors))):
-        seen.update(m.group() for m in _grouped_regex(group, 0).finditer(sample))
+        seen.update(_grouped_regex(group, 0).findall(sample))  # the regex has no groups: whole matches
     # A hit names the longest anchor at its place: the shorter ones it starts with occurred too.
     starting: Counter[bytes] = Counter()  # hits per prefix of the anchors hit
     for hit, n in seen.items():
@@ -313,9 +313,14 @@ def _fewest_letters(literal: bytes, choice: AnchorChoice, folded_sample: bytes, 
         return sum(choice.byte_cost(b) for b in {piece[:1].lower()[0], piece[:1].upper()[0]} - first_bytes)
 
     # Pieces absent from the sample first (each occurrence is a line to look at); among those, the
-    # cheapest first bytes (a pass each), then the fewest occurrences. Each piece is counted once.
-    counts = {p: folded_sample.count(p) for p in set(pieces)}
-    return min(pieces, key=lambda p: (counts[p] > 0, first_byte_cost(p), counts[p], -len(p), p))
+    # cheapest first bytes (a pass each), then the fewest occurrences. Pieces are counted cheapest first,
+    # and the first one absent from the sample ends the counting: no piece counted after it can beat it.
+    counts: dict[bytes, int] = {}
+    for piece in sorted(set(pieces), key=lambda p: (first_byte_cost(p), -len(p), p)):
+        counts[piece] = folded_sample.count(piece)
+        if counts[piece] == 0:
+            return piece
+    return min(counts, key=lambda p: (first_byte_cost(p), counts[p], -len(p), p))
 
 
 def _case_variants(piece: bytes) -> set[bytes]:
