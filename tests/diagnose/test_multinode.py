@@ -114,3 +114,19 @@ def test_amp_warmup_is_quiet_but_a_persisting_nan_is_not() -> None:
     d = diagnose_text(persisting)
     assert d.root_cause is not None and d.root_cause.rule == "numerics.nan-loss"
     assert diagnose_text("step 0 | loss nan | grad_norm: nan").root_cause is not None
+
+
+def test_a_nan_gradient_norm_is_no_scaler_warmup_when_the_forward_pass_is_not_finite_either() -> None:
+    # A skipped fp16 step leaves the loss finite and non-zero and every other metric finite.
+    scaler = "{'loss': 2.31, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.0}"
+    assert diagnose_text(scaler).root_cause is None
+    # The loss at exactly zero after a NaN gradient norm: the weights are NaN already.
+    zero = scaler + "\n{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 2e-05, 'epoch': 0.01}"
+    d = diagnose_text(zero)
+    assert d.root_cause is not None and d.root_cause.rule == "numerics.nan-loss"
+    # NaN log-probabilities and rewards beside it (a preference trainer's empty completions).
+    forward = "{'loss': 0.69, 'grad_norm': nan, 'rewards/chosen': nan, 'logps/chosen': nan, 'epoch': 0.01}"
+    d = diagnose_text(forward)
+    assert d.root_cause is not None and d.root_cause.rule == "numerics.nan-loss"
+    # Megatron's "grad norm: inf" is a gradient norm too.
+    assert diagnose_text("iteration 3 | lm loss: 9.1E+00 | grad norm: inf | skipped").root_cause is None

@@ -38,11 +38,21 @@ NAN_RULE = "numerics.nan-loss"
 MAX_CANDIDATES = 64  # ranks named one by one as candidates; all of them are in the undecided text, as ranges
 AMP_WARMUP_STEPS = 16  # GradScaler halves 65536 at most 16 times before the scale reaches 1
 _FINITE_LOSS = re.compile(r"\bloss'?\"?\s?[:=]?\s?(?P<value>-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
+# A metric logged as non-finite: `'rewards/chosen': nan`, `grad norm: inf`, `loss=nan` (its name, with a
+# `grad ` before it kept: Megatron's `grad norm`).
+_NONFINITE_METRIC = re.compile(r"""(?:^|[\s,{(|'"])(?P<name>(?:grad[ _])?[A-Za-z_][\w/.\-]*)['"]?\s?[:=]\s?['"]?[-+]?(?:nan|inf)\b""",
+                               re.IGNORECASE)
 
 
-def _finite_loss(text: str) -> bool:
-    """Whether the line logs a finite loss value next to the non-finite gradient norm."""
-    return _FINITE_LOSS.search(text) is not None
+def _scaler_overflow_line(text: str) -> bool:
+    """Whether the line reads as an fp16 loss scaler's skipped step: a finite, non-zero loss and no
+    non-finite value but gradient norms. An overflow leaves the forward pass alone, so a loss of exactly
+    zero (the weights are NaN already; the entry's "all later losses NaN (or 0)") or NaN log-probs,
+    rewards or logits on the same line are the divergence itself, not the scaler calibrating."""
+    loss = _FINITE_LOSS.search(text)
+    if loss is None or float(loss["value"]) == 0:
+        return False
+    return all("grad" in m["name"].lower() for m in _NONFINITE_METRIC.finditer(text))
 
 
 # Pattern names of launcher lines about a child (torchrun, spawn, DeepSpeed, old launch), by convention.
@@ -327,7 +337,7 @@ class InitiatorFinder:
         if self._warmup is None:
             grad_only = [u for u in self.col.units if u.rule == NAN_RULE]
             self._warmup = (0 < len(grad_only) <= AMP_WARMUP_STEPS
-                            and all("grad" in u.fields.get("metric", "") and _finite_loss(u.line.text)
+                            and all("grad" in u.fields.get("metric", "") and _scaler_overflow_line(u.line.text)
                                     for u in grad_only)
                             and self.col.counts[NAN_RULE].count <= AMP_WARMUP_STEPS)
         return self._warmup
