@@ -50,6 +50,21 @@ def test_a_hung_rank_that_prints_nothing_is_the_one_missing_from_the_timeouts() 
     assert {c.rank for c in d.collateral} == {0, 1, 3}
 
 
+def test_a_log_that_ends_at_the_timeouts_names_the_missing_rank_with_low_confidence() -> None:
+    # Cut right after the timeouts (a paste, or a job still hanging): the silent rank's own timeout may be
+    # what was cut. With the launcher's summary after them, the silence is the log's own.
+    cut = "\n".join([*(f"[rank{r}]: step 41 loss 2.31" for r in range(4)), *(watchdog(r) for r in (0, 1, 3))])
+    d = diagnose_text(cut + "\n")
+    assert d.root_cause is not None and d.root_cause.rank == 2
+    assert d.root_cause.decided_by == "missing from the timeouts"
+    assert d.root_cause.confidence.rank.level == "low" and "cut off" in d.root_cause.confidence.rank.reason
+    ended = cut + "\n" + ("E1129 12:10:02.300000 900 torch/distributed/elastic/multiprocessing/api.py:882] failed "
+                         "(exitcode: -6) local_rank: 3 (pid: 1003) of binary: /usr/bin/python3")
+    d = diagnose_text(ended)
+    assert d.root_cause is not None and d.root_cause.rank == 2
+    assert d.root_cause.confidence.rank.level == "medium"
+
+
 def test_odd_one_out_in_the_collective_kind() -> None:
     lines = [f"[E ProcessGroupNCCL.cpp:566] [Rank {r}] Watchdog caught collective operation timeout: "
              f"WorkNCCL(OpType={'ALLREDUCE' if r == 2 else 'BROADCAST'}, Timeout(ms)=1800000) ran for 1801060 "

@@ -11,11 +11,12 @@ them apart.
 from __future__ import annotations
 
 from rootrank.diagnose.collect import Collected, is_error_cause
-from rootrank.diagnose.initiator import InitiatorFinder, Verdict, is_launcher_report
+from rootrank.diagnose.initiator import TIMEOUT_RULE, InitiatorFinder, Verdict, is_launcher_report
 from rootrank.library import Library
 from rootrank.model import Confidence, Hypothesis, Role, Severity, Sureness
 
 GENERIC_PRIORITY = 10  # fallback entries (uncaught exception, child failed) name the failure loosely
+ENDING_LINES = 2  # lines (a blank one, a shell prompt) after a log's last timeout that still count as its end
 
 # One read-only command per kind of question, the first whose rule prefix fits.
 _TELL_APART = (
@@ -108,6 +109,10 @@ class Assessor:
         if how.startswith("odd one out"):
             return Sureness("medium", "the only rank waiting in a different collective")
         if how == "missing from the timeouts":
+            if self._ends_at_the_timeouts():
+                return Sureness("low", "the one rank that printed no timeout, but the log ends at the timeouts "
+                                       "(no abort, no launcher summary after them): the rest of its output, that "
+                                       "rank's timeout too, may just be cut off")
             return Sureness("medium", "the one rank that printed no timeout; a rank whose output is missing "
                                       "from the log looks the same")
         if how == "exited on its own":
@@ -122,6 +127,14 @@ class Assessor:
             return Sureness("low" if "single node assumed" in " ".join(verdict.reasons) else "medium",
                             "only the launcher's account of which child exited first")
         return Sureness("low", f"decided by {how}")
+
+    def _ends_at_the_timeouts(self) -> bool:
+        """A single log whose last lines are the timeouts themselves: a paste cut short, or a job still
+        hanging (a finished one goes on with the watchdog's abort and the launcher's summary)."""
+        last = self.col.counts[TIMEOUT_RULE].last if TIMEOUT_RULE in self.col.counts else None
+        return (last is not None and len(self.col.sources) == 1
+                and last.line.number >= self.col.lines - ENDING_LINES
+                and not any(unit.order > last.order for unit in self.col.units))
 
     def _earliest(self, verdict: Verdict) -> Sureness:
         cause = verdict.cause
