@@ -50,6 +50,10 @@ def test_fixture_diagnosis(case: Path) -> None:
     want_rank = expect.get("initiating_rank")
     if isinstance(want_rank, int) and not isinstance(want_rank, bool):
         assert root.rank == want_rank, f"initiating rank {root.rank}, expected {want_rank}: {root.why}"
+    # The line the diagnosis shows as the failure, where the case pins it (the exception line, say, not the
+    # frame or the echoed source before it).
+    if expect.get("stated_line") is not None:
+        assert root.line == expect["stated_line"], f"the failure is shown at line {root.line}"
     want_host = expect.get("host")
     if want_host:
         assert root.host == want_host, f"host {root.host}, expected {want_host}: {root.why}"

@@ -88,8 +88,19 @@ def grouped_ranks(collected: Collected, keep: Callable[[Event], bool]) -> RankSe
     return out
 
 
-def _strength(event: Event, entry: Entry) -> tuple[int, int, int]:
-    return (entry.priority, ROLE_WEIGHT[event.role], -event.order)
+def _strength(event: Event, entry: Entry) -> tuple[int, int, int, int]:
+    """Which event names a traceback block: the strongest entry, then its role; between equals, a line that
+    states the exception over a frame or the source line a frame echoes (`raise ValueError("...")` above
+    `ValueError: ...`: the same words, but only the latter is what was raised); then the earliest."""
+    return (entry.priority, ROLE_WEIGHT[event.role], int(not is_frame_line(event)), -event.order)
+
+
+def is_frame_line(event: Event) -> bool:
+    """A traceback's frame line or the source line under it: matched by a frame pattern, or indented inside a
+    block (the exception line that ends a Python traceback is not; in a block indented as a whole, a launcher
+    table's `traceback :` field, every line is, and the earliest still wins)."""
+    line = event.line
+    return "frame" in event.pattern or (bool(line.block) and line.text[:1].isspace())
 
 
 class EventCollector:

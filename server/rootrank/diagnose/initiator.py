@@ -35,6 +35,7 @@ SIGNAL_RULE = "process.killed-signal"
 EXITED_RULE = "process.exited-nonzero"
 CAUSE_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"}
 NAN_RULE = "numerics.nan-loss"
+STATED_WITHIN = 64  # lines from a frame matched by an entry to the exception line of the same traceback
 MAX_CANDIDATES = 64  # ranks named one by one as candidates; all of them are in the undecided text, as ranges
 AMP_WARMUP_STEPS = 16  # GradScaler halves 65536 at most 16 times before the scale reaches 1
 _FINITE_LOSS = re.compile(r"\bloss'?\"?\s?[:=]?\s?(?P<value>-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
@@ -215,7 +216,7 @@ class InitiatorFinder:
         if explained is not None:
             return explained
         if not ranked:
-            event = by_rank[None]
+            event = _stated(by_rank[None], causes)
             rank, how = self._rank_from_launcher()
             reasons = [f"the failure was printed without a rank prefix; {how}"] if rank is not None else []
             return Verdict(rank=rank, cause=event, rule=event.rule,
@@ -231,7 +232,7 @@ class InitiatorFinder:
             order.insert(0, table_first)
             how = "the launcher's first observed failure"
         first = order[0]
-        event = ranked[first]
+        event = _stated(ranked[first], causes)
         reasons = []
         others = order[1:]
         if others:
@@ -537,6 +538,26 @@ class InitiatorFinder:
 def _same_wait(key: str, value: str | None) -> Callable[[Event], bool]:
     """Accepts the timeouts that wait in the same `key` (optype, seq) as `value`."""
     return lambda event: event.rule == TIMEOUT_RULE and event.fields.get(key) == value
+
+
+def _stated(event: Event, causes: list[Event]) -> Event:
+    """The line that states a failure rather than the frame before it: a traceback pasted without its header
+    is no block, so a frame matched by an entry (`File ".../compile_fx.py", line 1154, in compile_fx`) or the
+    source a frame echoes (`raise ValueError("...")`) comes first; the same entry's exception line of the same
+    process a few lines later is the evidence (decided as before: only the line shown changes)."""
+    if not _frame_or_source(event):
+        return event
+    for later in causes:
+        if (later.order > event.order and later.rule == event.rule and later.line.rank == event.line.rank
+                and later.line.source == event.line.source and not _frame_or_source(later)
+                and later.line.number - event.line.number <= STATED_WITHIN):
+            return later
+    return event
+
+
+def _frame_or_source(event: Event) -> bool:
+    """Matched by a frame pattern, or an indented line (a frame, the source under it), in a block or not."""
+    return "frame" in event.pattern or event.line.text[:1].isspace()
 
 
 def is_launcher_report(event: Event) -> bool:
