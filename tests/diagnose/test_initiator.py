@@ -196,3 +196,20 @@ def test_a_cascade_of_a_thousand_ranks_decides_and_words_as_a_small_one() -> Non
     assert missing.root_cause.decided_by == "missing from the timeouts"
     assert missing.collateral_count == 999
     assert "Ranks 0-699,701-999 report distributed.collective-timeout" in missing.root_cause.why
+
+
+def test_an_error_quoted_in_a_persons_sentence_yields_to_one_the_process_printed() -> None:
+    narrated = ("If I try to use gradient checkpointing I get this error: RuntimeError: element 0 of tensors does "
+                "not require grad and does not have a grad_fn")
+    printed = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 150.00 MiB. GPU 0 has a total "
+               "capacity of 3.80 GiB of which 130.31 MiB is free.")
+    d = diagnose_text(narrated + "\n\n" + printed)
+    assert d.root_cause is not None and d.root_cause.rule == "memory.cuda-oom"
+    # Alone, the narrated error is still the diagnosis, said to be quoted.
+    alone = diagnose_text(narrated)
+    assert alone.root_cause is not None and alone.root_cause.rule == "checkpoint.reentrant-no-grad-inputs"
+    assert alone.root_cause.confidence is not None and alone.root_cause.confidence.failure.level == "medium"
+    assert "sentence" in alone.root_cause.confidence.failure.reason
+    # A log record that names no one is not narration (a glog "I" level, an "If" in a message).
+    assert diagnose_text("I1204 12:00:01.000000 77 train.py:10] RuntimeError: element 0 of tensors does not require "
+                         "grad and does not have a grad_fn").root_cause.confidence.failure.level == "high"

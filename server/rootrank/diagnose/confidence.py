@@ -11,7 +11,13 @@ them apart.
 from __future__ import annotations
 
 from rootrank.diagnose.collect import Collected, is_error_cause
-from rootrank.diagnose.initiator import TIMEOUT_RULE, InitiatorFinder, Verdict, is_launcher_report
+from rootrank.diagnose.initiator import (
+    TIMEOUT_RULE,
+    InitiatorFinder,
+    Verdict,
+    is_launcher_report,
+    is_narrated,
+)
 from rootrank.library import Library
 from rootrank.model import Confidence, Hypothesis, Role, Severity, Sureness
 
@@ -73,6 +79,8 @@ class Assessor:
                                       "process's own output")
         if "frame" in cause.pattern:
             return Sureness("medium", "read from the innermost traceback frames; the exception line is not in the log")
+        if is_narrated(cause):
+            return Sureness("medium", "quoted in a person's sentence, not printed by the process itself")
         if entry is not None and entry.priority <= GENERIC_PRIORITY:
             return Sureness("medium", "a generic entry: no more specific entry matched the message")
         rivals = self._rival_rules(verdict)

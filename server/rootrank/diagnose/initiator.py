@@ -143,6 +143,9 @@ class InitiatorFinder:
     def decide(self) -> Verdict:
         units = [u for u in self.col.units if not u.line.quoted and not self._amp_warmup(u)]
         causes = [u for u in units if is_error_cause(u)]
+        # An error a person quotes in a sentence of an issue ("If I try X I get this error: ...") counts only
+        # when nothing printed names one: it may be an earlier attempt, not what ended this run.
+        causes = [u for u in causes if not is_narrated(u)] or causes
         if not causes:
             causes = [u for u in self.col.units if u.line.quoted and is_error_cause(u)]
         # A death the launcher reports (exit -6 after a watchdog abort, say) is a consequence on a rank
@@ -553,6 +556,26 @@ def _stated(event: Event, causes: list[Event]) -> Event:
                 and later.line.number - event.line.number <= STATED_WITHIN):
             return later
     return event
+
+
+# A person's sentence around an error: a first-person subject and a verb of running into it, a conditional
+# "if I", or "my script/model ..."; log records name no one this way.
+_NARRATION = re.compile(
+    r"\b(?:[Ii]f I|(?:I|[Ww]e)(?:'ve| have| had| am| was| keep| still)?\s+(?:get|gets|got|getting|see|saw|seeing|"
+    r"encounter(?:ed)?|receive[d]?|hit|face[d]?|run into|ran into|tried|try))\b|\b[Mm]y (?:code|model|script|"
+    r"training|job|run)\b")
+_EXCEPTION_WORD = re.compile(r"\b\w*(?:Error|Exception)\b")
+
+
+def is_narrated(event: Event) -> bool:
+    """Whether the event's line is a person's sentence that quotes the error (a paste's narration), not a
+    record a process printed: the narration comes before the first exception name on the line."""
+    text = event.line.text
+    narration = _NARRATION.search(text)
+    if narration is None:
+        return False
+    exception = _EXCEPTION_WORD.search(text)
+    return exception is None or narration.start() < exception.start()
 
 
 def _frame_or_source(event: Event) -> bool:
