@@ -213,3 +213,14 @@ def test_an_error_quoted_in_a_persons_sentence_yields_to_one_the_process_printed
     # A log record that names no one is not narration (a glog "I" level, an "If" in a message).
     assert diagnose_text("I1204 12:00:01.000000 77 train.py:10] RuntimeError: element 0 of tensors does not require "
                          "grad and does not have a grad_fn").root_cause.confidence.failure.level == "high"
+
+
+def test_the_kernels_oom_kill_of_a_dataloader_worker_is_the_cause_of_its_death() -> None:
+    died = "RuntimeError: DataLoader worker (pid 629) is killed by signal: Killed."
+    kill = ("Memory cgroup out of memory: Killed process 629 (python) total-vm:14119556kB, anon-rss:6538204kB, "
+            "file-rss:80652kB, shmem-rss:16kB, UID:0 pgtables:13432kB oom_score_adj:0")
+    d = diagnose_text(died + "\n" + kill)
+    assert d.root_cause is not None and d.root_cause.rule == "memory.host-oom-kill"
+    # Another process's kill explains nothing about this worker: its death stays the first cause.
+    other = diagnose_text(died + "\n" + kill.replace("629", "1234"))
+    assert other.root_cause is not None and other.root_cause.rule == "data.worker-died"

@@ -35,6 +35,7 @@ SIGNAL_RULE = "process.killed-signal"
 EXITED_RULE = "process.exited-nonzero"
 CAUSE_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"}
 NAN_RULE = "numerics.nan-loss"
+OOM_KILLERS = {"memory.host-oom-kill", "memory.container-oom"}  # entries whose `pid` is a process the kernel killed
 STATED_WITHIN = 64  # lines from a frame matched by an entry to the exception line of the same traceback
 MAX_CANDIDATES = 64  # ranks named one by one as candidates; all of them are in the undecided text, as ranges
 AMP_WARMUP_STEPS = 16  # GradScaler halves 65536 at most 16 times before the scale reaches 1
@@ -146,6 +147,7 @@ class InitiatorFinder:
         # An error a person quotes in a sentence of an issue ("If I try X I get this error: ...") counts only
         # when nothing printed names one: it may be an earlier attempt, not what ended this run.
         causes = [u for u in causes if not is_narrated(u)] or causes
+        causes = _unexplained(causes)
         if not causes:
             causes = [u for u in self.col.units if u.line.quoted and is_error_cause(u)]
         # A death the launcher reports (exit -6 after a watchdog abort, say) is a consequence on a rank
@@ -576,6 +578,16 @@ def is_narrated(event: Event) -> bool:
         return False
     exception = _EXCEPTION_WORD.search(text)
     return exception is None or narration.start() < exception.start()
+
+
+def _unexplained(causes: list[Event]) -> list[Event]:
+    """The causes without those another cause explains: a DataLoader worker "killed by signal: Killed" whose
+    pid the kernel's OOM killer names in the same log died of that kill (the kill is the cause, whichever
+    line the paste put first)."""
+    killed = {e.fields["pid"] for e in causes if e.rule in OOM_KILLERS and e.fields.get("pid")}
+    if not killed:
+        return causes
+    return [e for e in causes if e.fields.get("worker_pid") not in killed] or causes
 
 
 def _frame_or_source(event: Event) -> bool:
