@@ -224,3 +224,14 @@ def test_the_kernels_oom_kill_of_a_dataloader_worker_is_the_cause_of_its_death()
     # Another process's kill explains nothing about this worker: its death stays the first cause.
     other = diagnose_text(died + "\n" + kill.replace("629", "1234"))
     assert other.root_cause is not None and other.root_cause.rule == "data.worker-died"
+
+
+def test_srun_names_a_task_as_the_launcher_and_a_range_of_tasks_as_no_single_rank() -> None:
+    oom = diagnose_text("slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s) in StepId=9411285.0. Some of your "
+                        "processes may have been killed by the cgroup out-of-memory handler.\n"
+                        "srun: error: gpu20-15: task 0: Out Of Memory")
+    assert oom.root_cause is not None and oom.root_cause.rank == 0
+    assert oom.root_cause.decided_by == "named by the launcher"
+    assert "other ranks" not in oom.root_cause.why
+    ranged = diagnose_text("srun: error: node-7: tasks 2-3: Exited with exit code 1")
+    assert ranged.root_cause is None or ranged.root_cause.rank is None

@@ -112,6 +112,9 @@ class Assessor:
             return self._earliest(verdict)
         if how == "named by the other ranks":
             return Sureness("medium", "most reports of the other ranks name it")
+        if how == "named by the launcher":
+            return Sureness("medium", "the launcher's line names it (its task number is the rank when it started "
+                                      "one task per rank)")
         if how == "named by a peer report":
             return Sureness("medium", "a peer report names it")
         if how.startswith("odd one out"):

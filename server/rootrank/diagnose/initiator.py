@@ -313,6 +313,12 @@ class InitiatorFinder:
             return None
         event = sample[rank]
         voters = sum(votes.values())
+        if not any(e.line.rank is not None for e in sample.values()):
+            # No rank printed these: a launcher's or scheduler's line names the rank (srun's `task 0: Out Of
+            # Memory`), not the other ranks.
+            return Verdict(rank=rank, cause=event, rule=event.rule, decided_by="named by the launcher",
+                           reasons=[f"the launcher's line names rank {rank} (line {event.line.number}: "
+                                    f"{event.line.text.strip()[:160]})"])
         return Verdict(rank=rank, cause=event, rule=event.rule, decided_by="named by the other ranks",
                        reasons=[f"{count} of {voters} report(s) of {event.rule} name rank {rank} as the one out of step"
                                 f" (line {event.line.number}: {event.line.text.strip()[:160]})"])

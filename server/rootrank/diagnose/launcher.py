@@ -20,7 +20,8 @@ _FIRST_FAILED = re.compile(
     r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL_RECEIVED = re.compile(r"Signal (?P<num>\d+) \((?P<signal>SIG[A-Z]+)\) received by PID (?P<pid>\d+)")
 _DS_RETURN = re.compile(r"exits with return code = (?P<exitcode>-?\d+)")
-_SRUN = re.compile(r"srun: error: (?P<host>[\w.-]+): tasks? (?P<rank>\d+)(?:-\d+)?: (?P<what>.+)$")
+_SRUN = re.compile(r"srun: error: (?P<host>[\w.-]+): tasks? (?P<rank>\d+)(?:-(?P<last>\d+))?: (?P<what>.+)$")
+MAX_SRUN_RANGE = 4096  # tasks of one srun range line recorded one by one
 _SRUN_EXIT = re.compile(r"Exited with exit code (?P<exitcode>\d+)")
 _MPI_PROCESS = re.compile(r"Process name: \[\[\d+,\d+\],(?P<rank>\d+)\]")
 _MPI_EXIT = re.compile(r"^\s*Exit code:\s+(?P<exitcode>-?\d+)")
@@ -328,8 +329,12 @@ class LauncherParser:
                 exit_m = _SRUN_EXIT.search(what)
                 signal = "SIGKILL" if "Killed" in what else "SIGSEGV" if "Segmentation" in what else \
                     "SIGTERM" if "Terminated" in what else None
-                report.exits.append(ChildExit(line, source, rank=int(m["rank"]), host=m["host"], signal=signal,
-                                              exitcode=int(exit_m["exitcode"]) if exit_m else None))
+                # `tasks 2-3: Exited with exit code 1`: each task of the range exited so, none of them first.
+                first = int(m["rank"])
+                last = min(int(m["last"] or first), first + MAX_SRUN_RANGE - 1)
+                for rank in range(first, max(first, last) + 1):
+                    report.exits.append(ChildExit(line, source, rank=rank, host=m["host"], signal=signal,
+                                                  exitcode=int(exit_m["exitcode"]) if exit_m else None))
                 return None
         if "Process name: [[" in text:
             m = _MPI_PROCESS.search(text)
