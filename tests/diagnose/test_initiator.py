@@ -235,3 +235,10 @@ def test_srun_names_a_task_as_the_launcher_and_a_range_of_tasks_as_no_single_ran
     assert "other ranks" not in oom.root_cause.why
     ranged = diagnose_text("srun: error: node-7: tasks 2-3: Exited with exit code 1")
     assert ranged.root_cause is None or ranged.root_cause.rank is None
+
+
+def test_rays_wrapper_class_of_a_dead_vllm_engine_names_the_engine() -> None:
+    # Ray re-raises a task's exception in the caller under `RayTaskError(<the original class>)`.
+    engine = diagnose_text("(TaskRunner pid=9) ray.exceptions.RayTaskError(EngineDeadError): ray::vLLMHttpServer."
+                           "generate() (pid=12, ip=10.0.0.1)")
+    assert engine.root_cause is not None and engine.root_cause.rule == "serving.vllm-engine-dead"
