@@ -210,7 +210,7 @@ def test_an_error_quoted_in_a_persons_sentence_yields_to_one_the_process_printed
     assert alone.root_cause is not None and alone.root_cause.rule == "checkpoint.reentrant-no-grad-inputs"
     assert alone.root_cause.confidence is not None and alone.root_cause.confidence.failure.level == "medium"
     assert "sentence" in alone.root_cause.confidence.failure.reason
-    # A log record that names no one is not narration (a glog "I" level, an "If" in a message).
+    # A log record that names no one is not narration (a glog "I" level before the message).
     assert diagnose_text("I1204 12:00:01.000000 77 train.py:10] RuntimeError: element 0 of tensors does not require "
                          "grad and does not have a grad_fn").root_cause.confidence.failure.level == "high"
 

@@ -128,5 +128,8 @@ def test_a_nan_gradient_norm_is_no_scaler_warmup_when_the_forward_pass_is_not_fi
     forward = "{'loss': 0.69, 'grad_norm': nan, 'rewards/chosen': nan, 'logps/chosen': nan, 'epoch': 0.01}"
     d = diagnose_text(forward)
     assert d.root_cause is not None and d.root_cause.rule == "numerics.nan-loss"
-    # Megatron's "grad norm: inf" is a gradient norm too.
-    assert diagnose_text("iteration 3 | lm loss: 9.1E+00 | grad norm: inf | skipped").root_cause is None
+    # A metric named `grad norm` (Megatron's training_log: ' grad norm: {:.3f} |') is a gradient norm too.
+    megatron = (" iteration        3/     100 | consumed samples:           96 | elapsed time per iteration (ms): "
+                "812.3 | learning rate: 1.500E-06 | global batch size:    32 | lm loss: 9.100000E+00 | loss scale: "
+                "65536.0 | grad norm: nan | number of skipped iterations:   1 | number of nan iterations:   0 |")
+    assert diagnose_text(megatron).root_cause is None

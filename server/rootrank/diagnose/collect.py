@@ -96,11 +96,10 @@ def _strength(event: Event, entry: Entry) -> tuple[int, int, int, int]:
 
 
 def is_frame_line(event: Event) -> bool:
-    """A traceback's frame line or the source line under it: matched by a frame pattern, or indented inside a
-    block (the exception line that ends a Python traceback is not; in a block indented as a whole, a launcher
-    table's `traceback :` field, every line is, and the earliest still wins)."""
-    line = event.line
-    return "frame" in event.pattern or (bool(line.block) and line.text[:1].isspace())
+    """A traceback's frame line or the source line under it: matched by a frame pattern, or indented (the
+    exception line that ends a Python traceback is not; in a block indented as a whole, a launcher table's
+    `traceback :` field, every line is, and the earliest still wins)."""
+    return "frame" in event.pattern or event.line.text[:1].isspace()
 
 
 class EventCollector:

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from rootrank.diagnose.collect import Collected, grouped_ranks, is_error_cause
+from rootrank.diagnose.collect import Collected, grouped_ranks, is_error_cause, is_frame_line
 from rootrank.diagnose.launcher import LauncherReport, agent_of
 from rootrank.model import Event, Role, Severity, ranks_text
 from rootrank.ranks import RankSet
@@ -35,7 +35,7 @@ SIGNAL_RULE = "process.killed-signal"
 EXITED_RULE = "process.exited-nonzero"
 CAUSE_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"}
 NAN_RULE = "numerics.nan-loss"
-OOM_KILLERS = {"memory.host-oom-kill", "memory.container-oom"}  # entries whose `pid` is a process the kernel killed
+OOM_KILLERS = {"memory.host-oom-kill", "memory.container-oom"}  # entries whose `pid` names a process killed for memory
 STATED_WITHIN = 64  # lines from a frame matched by an entry to the exception line of the same traceback
 MAX_CANDIDATES = 64  # ranks named one by one as candidates; all of them are in the undecided text, as ranges
 AMP_WARMUP_STEPS = 16  # GradScaler halves 65536 at most 16 times before the scale reaches 1
@@ -556,11 +556,11 @@ def _stated(event: Event, causes: list[Event]) -> Event:
     is no block, so a frame matched by an entry (`File ".../compile_fx.py", line 1154, in compile_fx`) or the
     source a frame echoes (`raise ValueError("...")`) comes first; the same entry's exception line of the same
     process a few lines later is the evidence (decided as before: only the line shown changes)."""
-    if not _frame_or_source(event):
+    if not is_frame_line(event):
         return event
     for later in causes:
         if (later.order > event.order and later.rule == event.rule and later.line.rank == event.line.rank
-                and later.line.source == event.line.source and not _frame_or_source(later)
+                and later.line.source == event.line.source and not is_frame_line(later)
                 and later.line.number - event.line.number <= STATED_WITHIN):
             return later
     return event
@@ -594,11 +594,6 @@ def _unexplained(causes: list[Event]) -> list[Event]:
     if not killed:
         return causes
     return [e for e in causes if e.fields.get("worker_pid") not in killed] or causes
-
-
-def _frame_or_source(event: Event) -> bool:
-    """Matched by a frame pattern, or an indented line (a frame, the source under it), in a block or not."""
-    return "frame" in event.pattern or event.line.text[:1].isspace()
 
 
 def is_launcher_report(event: Event) -> bool:
