@@ -211,8 +211,8 @@ def test_an_error_quoted_in_a_persons_sentence_yields_to_one_the_process_printed
     assert alone.root_cause.confidence is not None and alone.root_cause.confidence.failure.level == "medium"
     assert "sentence" in alone.root_cause.confidence.failure.reason
     # A log record that names no one is not narration (a glog "I" level before the message).
-    assert diagnose_text("I1204 12:00:01.000000 77 train.py:10] RuntimeError: element 0 of tensors does not require "
-                         "grad and does not have a grad_fn").root_cause.confidence.failure.level == "high"
+    assert diagnose_text("I1204 12:00:01.000000 77 train.py:10] RuntimeError: none of output has requires_grad=True, "
+                         "this checkpoint() is not necessary").root_cause.confidence.failure.level == "high"
 
 
 def test_the_kernels_oom_kill_of_a_dataloader_worker_is_the_cause_of_its_death() -> None:
@@ -242,3 +242,71 @@ def test_rays_wrapper_class_of_a_dead_vllm_engine_names_the_engine() -> None:
     engine = diagnose_text("(TaskRunner pid=9) ray.exceptions.RayTaskError(EngineDeadError): ray::vLLMHttpServer."
                            "generate() (pid=12, ip=10.0.0.1)")
     assert engine.root_cause is not None and engine.root_cause.rule == "serving.vllm-engine-dead"
+
+
+def _watchdog(rank: int, optype: str = "ALLREDUCE", rest: str = ", NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+              "for 600058 milliseconds before timing out.") -> str:
+    return (f"[rank{rank}]:[E1129 21:13:48.0 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught collective "
+            f"operation timeout: WorkNCCL(SeqNum=7, OpType={optype}{rest}")
+
+
+def test_rank_zero_is_the_missing_one_only_when_every_other_rank_or_a_single_one_shows() -> None:
+    all_but_zero = diagnose_text("\n".join(_watchdog(r) for r in range(1, 8)))
+    assert all_but_zero.root_cause is not None and all_but_zero.root_cause.rank == 0
+    one_rank = diagnose_text(_watchdog(4))
+    assert one_rank.root_cause is not None and one_rank.root_cause.rank == 0
+    # Five of at least eight ranks with gaps: a fragment of the output; rank 0 is no likelier than 3 or 6.
+    fragment = diagnose_text("\n".join(_watchdog(r) for r in (1, 2, 4, 5, 7)))
+    assert fragment.root_cause is not None and fragment.root_cause.rank is None
+    assert {h.rank for h in fragment.hypotheses} >= {0, 3, 6}
+
+
+def test_a_value_cut_at_the_end_of_a_line_sets_no_rank_apart() -> None:
+    lines = [_watchdog(r) for r in (1, 4, 5, 7)] + [_watchdog(2, "ALLREDUC", "")]
+    d = diagnose_text("\n".join(lines))
+    assert d.root_cause is not None and d.root_cause.rule != "distributed.collective-mismatch"
+
+
+def test_a_sub_groups_rank_is_not_taken_for_the_global_rank() -> None:
+    d = diagnose_text("  what():  [PG 1 Rank 1] Process group watchdog thread terminated with exception: [Rank 1] "
+                      "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=199, OpType=_REDUCE_SCATTER_BASE, "
+                      "NumelIn=7098994688, NumelOut=443687168, Timeout(ms)=600000) ran for 600081 milliseconds before "
+                      "timing out.")
+    assert d.root_cause is not None and d.root_cause.rank is None
+
+
+def test_a_launcher_summary_alone_takes_its_rank_from_the_failure_table() -> None:
+    lines = ["torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", "=" * 60, "./train.py FAILED",
+             "-" * 60, "Failures:", "  <NO_OTHER_FAILURES>", "-" * 60, "Root Cause (first observed failure):", "[0]:",
+             "  time      : 2023-07-14_16:14:46", "  host      : localhost", "  rank      : 1 (local_rank: 1)",
+             "  exitcode  : 1 (pid: 8283)", "  error_file: <N/A>",
+             "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html", "=" * 60]
+    d = diagnose_text("\n".join(lines))
+    assert d.root_cause is not None and d.root_cause.rank == 1
+    assert d.root_cause.confidence is not None and d.root_cause.confidence.rank.level == "medium"
+
+
+def test_one_ranks_output_alone_is_not_high_confidence_for_the_rank() -> None:
+    d = diagnose_text("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB. GPU 0 has a "
+                      "total capacity of 79.15 GiB of which 2.12 GiB is free.")
+    assert d.root_cause is not None and d.root_cause.rank == 0
+    assert d.root_cause.confidence is not None and d.root_cause.confidence.rank.level == "medium"
+
+
+def test_a_message_other_failures_print_too_is_medium_alone_and_high_with_its_entrys_other_signs() -> None:
+    error = "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn"
+    alone = diagnose_text(error)
+    assert alone.root_cause is not None and alone.root_cause.rule == "checkpoint.reentrant-no-grad-inputs"
+    assert alone.root_cause.confidence is not None and alone.root_cause.confidence.failure.level == "medium"
+    assert "no_grad" in alone.root_cause.confidence.failure.reason
+    warned = diagnose_text("/usr/lib/python3.11/site-packages/torch/utils/checkpoint.py:86: UserWarning: None of the "
+                           "inputs have requires_grad=True. Gradients will be None\n  warnings.warn(\n" + error)
+    assert warned.root_cause is not None and warned.root_cause.confidence is not None
+    assert warned.root_cause.confidence.failure.level == "high"
+
+
+def test_only_warnings_of_what_a_rank_suffered_are_a_low_confidence_finding_not_a_failure() -> None:
+    d = diagnose_text("[rank6]:[W729 10:15:17.529361055 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=76, "
+                      "addr=[localhost]:60950, remote=[localhost]:29500): Connection reset by peer")
+    assert d.root_cause is not None and d.root_cause.severity.value != "error" and d.root_cause.rank is None
+    assert d.root_cause.confidence is not None and d.root_cause.confidence.failure.level == "low"

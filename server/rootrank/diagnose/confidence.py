@@ -18,8 +18,8 @@ from rootrank.diagnose.initiator import (
     is_launcher_report,
     is_narrated,
 )
-from rootrank.library import Library
-from rootrank.model import Confidence, Hypothesis, Role, Severity, Sureness
+from rootrank.library import Entry, Library
+from rootrank.model import Confidence, Event, Hypothesis, Role, Severity, Sureness
 
 GENERIC_PRIORITY = 10  # fallback entries (uncaught exception, child failed) name the failure loosely
 ENDING_LINES = 2  # lines (a blank one, a shell prompt) after a log's last timeout that still count as its end
@@ -67,6 +67,8 @@ class Assessor:
             return Sureness("low", "only the launcher's exit status is in the log; the worker's own error is not")
         if cause.role is Role.CONTEXT and cause.severity is Severity.ERROR:
             return Sureness("medium", "a launcher's summary of a failed child: the child's own error is not in the log")
+        if cause.severity is not Severity.ERROR and cause.role is Role.SYMPTOM:
+            return Sureness("low", "only warnings of what a rank suffered, which runs that finished print too")
         if cause.severity is not Severity.ERROR or cause.role is Role.CONTEXT:
             return Sureness("medium", "only warnings: nothing stopped the run")
         if verdict.rule != cause.rule:
@@ -83,10 +85,29 @@ class Assessor:
             return Sureness("medium", "quoted in a person's sentence, not printed by the process itself")
         if entry is not None and entry.priority <= GENERIC_PRIORITY:
             return Sureness("medium", "a generic entry: no more specific entry matched the message")
+        alone = self._alone(cause, entry)
+        if alone:
+            return Sureness("medium", f"this message alone, with nothing else of {cause.rule} in the log; "
+                                      f"it also comes from {alone}")
         rivals = self._rival_rules(verdict)
         if rivals:
             return Sureness("medium", f"other failures of their own on other ranks: {', '.join(sorted(rivals))}")
         return Sureness("high", f"the message matched {cause.rule} ({cause.pattern}) in the failing process's own output")
+
+    def _alone(self, cause: Event, entry: Entry | None) -> str:
+        """What else prints the cause's message, when its pattern says (`alone:`) and no other pattern of
+        the entry matched anywhere in the log; else empty."""
+        if entry is None:
+            return ""
+        pattern = next((p for p in entry.patterns if p.name == cause.pattern), None)
+        if pattern is None or not pattern.alone:
+            return ""
+        vague = {p.name for p in entry.patterns if p.alone}
+        seen = [u for u in self.col.units if u.rule == cause.rule and u.pattern not in vague]
+        count = self.col.counts.get(cause.rule)
+        if count is not None:
+            seen += [e for e in (count.first, count.last) if e is not None and e.pattern not in vague]
+        return "" if seen else pattern.alone
 
     def _rival_rules(self, verdict: Verdict) -> set[str]:
         out: set[str] = set()
@@ -132,6 +153,8 @@ class Assessor:
             return Sureness("medium", "the rank that completed the fewest collectives")
         if how == "launcher exit of the process that printed it":
             return Sureness("medium", "the message had no rank prefix; the launcher's exit line gave the rank")
+        if how == "only a launcher's summary":
+            return Sureness("medium", "the launcher's failure table names it; the child's own output is not in the log")
         if how == "the launcher's exit report only":
             return Sureness("low", "only the launcher's account of which child exited with an error")
         if how == "launcher exit" or how == "launcher exit order":
@@ -173,6 +196,11 @@ class Assessor:
                 return Sureness("low", "several ranks died, known only from the launcher's table; its first "
                                        "observed failure decided")
             return Sureness("low", "several ranks show a failure of their own; order of appearance decided")
+        if len(self.col.ranks_seen) <= 1:
+            # One rank's output alone (a paste of rank 0's lines, one per-rank file): the others may have
+            # failed first, or all alike, without a line of theirs here to say so.
+            return Sureness("medium", "the only rank whose output is in the log; whether another rank "
+                                      "failed first cannot be told from it")
         return Sureness("high", "the only rank with a failure of its own, named by its own output")
 
     def _cause_ranks(self) -> set[int]:

@@ -170,6 +170,14 @@ class InitiatorFinder:
             best = max(soft, key=lambda e: (e.severity is Severity.WARNING, -e.order))
             return Verdict(rank=self._event_rank(best), cause=best, rule=best.rule,
                            decided_by="no failure; the most important warning")
+        # Warnings of what a rank suffered (a lost TCPStore, an NCCL WARN) and nothing else: also printed by
+        # runs that finished, so not a failure, but the one thing the log holds; the printer is a victim.
+        suffered = [u for u in units if u.role is Role.SYMPTOM and u.severity is Severity.WARNING]
+        if suffered:
+            first = min(suffered, key=lambda e: e.order)
+            return Verdict(rank=None, cause=first, rule=first.rule, decided_by="no failure; a warning of what a rank suffered",
+                           undecided="only warnings of what ranks suffered are in the log; they name no rank "
+                                     "that failed")
         exited = self._launcher_exit_only(units)
         if exited is not None:
             return exited
@@ -178,7 +186,13 @@ class InitiatorFinder:
         summaries = [u for u in units if u.role is Role.CONTEXT and u.severity is Severity.ERROR]
         if summaries:
             first = min(summaries, key=lambda e: e.order)
-            return Verdict(rank=self._event_rank(first), cause=first, rule=first.rule,
+            rank = self._event_rank(first)
+            why = ""
+            if rank is None:
+                # The summary's own line names no rank, but its failure table may (`rank : 1 (local_rank: 1)`
+                # under "Root Cause (first observed failure)").
+                rank, why = self._rank_from_launcher()
+            return Verdict(rank=rank, cause=first, rule=first.rule, reasons=[why] if why else [],
                            decided_by="only a launcher's summary",
                            undecided="the log holds only the launcher's report that a child process failed; the "
                                      "child's own error (its traceback or signal) is not in it")
@@ -446,7 +460,7 @@ class InitiatorFinder:
             return behind
         # Only when some rank did suffer: with no rank named at all (a launcher's or a framework's shutdown
         # message without a rank prefix), rank 0 is no more likely than any other.
-        if suffered_ranks and 0 not in suffered_ranks and (0 in missing or not world or world == suffered_ranks):
+        if suffered_ranks and 0 not in suffered_ranks and (0 in missing or _all_but_rank_zero(suffered_ranks, world)):
             candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing[:MAX_CANDIDATES] if r != 0]
             numel = first_symptom.fields.get("numel_in") or first_symptom.fields.get("numel")
             barrier = " in a 1-element barrier" if numel == "1" else ""
@@ -456,6 +470,10 @@ class InitiatorFinder:
                                     f"evaluation) runs while the others wait"],
                            candidates=candidates)
         candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing[:MAX_CANDIDATES]]
+        if not candidates and suffered_ranks and world == suffered_ranks:
+            # No rank but those that suffered is in the log: the silent one is among the lower ranks it lacks.
+            unseen = [r for r in range(min(suffered_ranks.last() or 0, MAX_CANDIDATES + 1)) if r not in suffered_ranks]
+            candidates = [(r, STALLED_RULE, "not in the log: no timeout of its own shown") for r in unseen]
         return Verdict(rank=None, cause=first_symptom, rule=first_symptom.rule, decided_by="undecided",
                        candidates=candidates,
                        undecided=(f"ranks {victims} only suffered" if victims else "the log holds only symptoms")
@@ -507,7 +525,7 @@ class InitiatorFinder:
         if len(timeouts) < 3:
             return None
         for key in ("optype", "seq"):
-            values = {r: e.fields.get(key) for r, e in timeouts.items() if e.fields.get(key)}
+            values = {r: e.fields[key] for r, e in timeouts.items() if e.fields.get(key) and not _ends_line(e, key)}
             if len(values) < 3:
                 continue
             counts = Counter(values.values())
@@ -544,6 +562,12 @@ class InitiatorFinder:
         return Verdict(rank=rank, cause=timeouts[rank], rule=STALLED_RULE, decided_by="behind in sequence numbers",
                        reasons=[f"rank {rank} last completed collective #{lowest}, behind the others "
                                 f"({', '.join(f'rank {r}: #{v}' for r, v in sorted(completed.items()) if r != rank)})"])
+
+
+def _ends_line(event: Event, key: str) -> bool:
+    """Whether the field's value is the last thing on its line: a line cut there (a paste, a truncated
+    file) may have cut the value too (`OpType=ALLREDUC`), so it cannot set the rank apart."""
+    return event.line.text.rstrip().endswith(event.fields[key])
 
 
 def _same_wait(key: str, value: str | None) -> Callable[[Event], bool]:
@@ -862,3 +886,14 @@ def collateral_by_rank(collected: Collected, verdict: Verdict, finder: Initiator
             claimed |= mine
             out.groups.append((mine, event))
     return out
+
+
+def _all_but_rank_zero(suffered: RankSet, world: RankSet) -> bool:
+    """With no rank 0 anywhere in the log, rank 0 is taken for the one missing when the ranks that suffered
+    are every rank but 0 (1 to their highest, no gap), or one rank alone (its own file, or the one waiting
+    rank a person pasted: rank 0 is where serial work runs while the others wait). Several ranks with gaps
+    between them are a fragment of the ranks' output, where rank 0 is no likelier than the others not shown."""
+    if world and world != suffered:
+        return False
+    last = suffered.last()
+    return last is not None and (len(suffered) == 1 or (suffered.first() == 1 and len(suffered) == last))

@@ -29,6 +29,9 @@ class LogPattern:
     # A completion marker: it counts only as the first line after a line of one of these patterns of the
     # same entry (a save's start), so its literal may be common: lines are searched for it only then.
     after: tuple[str, ...] = ()
+    # Other failures print this very message too: alone (no other pattern of the entry in the log) it names
+    # the entry only as the likeliest reading, and this text says what else it can be.
+    alone: str = ""
 
     @property
     def regex(self) -> re.Pattern[str]:

@@ -228,8 +228,12 @@ class EntryValidator:
         if after and (follows or ignore_case):
             # The pattern's lines are searched for by its literal's exact bytes, outside the prefilter.
             self.fail(f"{where}.after", "cannot be combined with `follows` or `ignore_case`")
+        alone = item.get("alone", "")
+        if not isinstance(alone, str):
+            self.fail(f"{where}.alone", "must be a string (what else prints this message)")
+            alone = ""
         return LogPattern(entry_id, name, regex_text, literal, ignore_case, str(item["source"]),
-                          str(item["versions"]), str(rank_is), follows, tuple(after))
+                          str(item["versions"]), str(rank_is), follows, tuple(after), alone.strip())
 
     def regex_is_usable(self, where: str, regex_text: str, literal: str, ignore_case: bool) -> bool:
         """It compiles, cannot backtrack catastrophically, and every match holds the literal."""

@@ -2,7 +2,8 @@
 
 Only forms that name the printing process count: `[Rank 3]` (c10d), `[PG 0 (default_pg) Rank 3]`,
 `GLOBAL_RANK: 3` and `[rank: 3] ` (Lightning), `with rank id: 3` (InternLM), `[RANK 3]`, `Rank 3: ` at the start (Megatron).
-A sub-group rank (`[PG ID 4 PG GUID 10 Rank 1]`) is not the global rank and is ignored; so are lines
+A sub-group rank (`[PG ID 4 PG GUID 10 Rank 1]`) is not the global rank and is ignored, and so is a
+`[Rank N]` in the same message (c10d prints the group's own rank there too); so are lines
 that name several ranks ("Rank 0 is running collective ..., but Rank 1 ...").
 """
 
@@ -25,10 +26,14 @@ _FORMS = (
     re.compile(r"(?:^|\s)\[rank: (?P<rank>\d{1,6})\] "),
 )
 _MARKERS = ("Rank ", "RANK", "rank ", "rank id", "[rank: ")
+# A process group other than the default one (`[PG 1 Rank 1]`, `[PG ID 4 PG GUID 10 Rank 1]`): c10d's
+# `[Rank N]` in the same message is that group's rank_ too, not the global rank.
+_SUB_GROUP = re.compile(r"\[PG (?:ID )?(?!0\b)\d{1,6}\b")
 
 
 # What rank_span looks at, for shapes.digit_classes: the forms and the substrings it tests.
-REGEXES = (*(form.pattern for form in _FORMS), *(re.escape(m) for m in (*_MARKERS, "Rank ", "running collective")))
+REGEXES = (*(form.pattern for form in _FORMS), _SUB_GROUP.pattern,
+           *(re.escape(m) for m in (*_MARKERS, "Rank ", "running collective")))
 
 
 def rank_in_message(text: str) -> int | None:
@@ -41,6 +46,8 @@ def rank_span(text: str) -> tuple[int, int] | None:
     if not any(m in text for m in _MARKERS):
         return None
     if text.count("Rank ") > 1 and "running collective" in text:
+        return None
+    if "[PG " in text and _SUB_GROUP.search(text):
         return None
     for form in _FORMS:
         m = form.search(text)
