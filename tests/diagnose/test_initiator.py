@@ -310,3 +310,22 @@ def test_only_warnings_of_what_a_rank_suffered_are_a_low_confidence_finding_not_
                       "addr=[localhost]:60950, remote=[localhost]:29500): Connection reset by peer")
     assert d.root_cause is not None and d.root_cause.severity.value != "error" and d.root_cause.rank is None
     assert d.root_cause.confidence is not None and d.root_cause.confidence.failure.level == "low"
+
+
+def test_a_python_warning_is_not_an_error_whatever_entry_it_matches() -> None:
+    d = diagnose_text("/opt/conda/lib/python3.8/site-packages/torch/cuda/__init__.py:52: UserWarning: CUDA "
+                      "initialization: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU "
+                      "and installed a driver from http://www.nvidia.com/Download/index.aspx\n"
+                      "epoch 1 | loss 0.52\nepoch 2 | loss 0.41\n")
+    assert d.root_cause is not None and d.root_cause.rule == "env.cuda-unavailable"
+    assert d.root_cause.severity.value == "warning"
+    raised = diagnose_text("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA "
+                           "GPU and installed a driver from http://www.nvidia.com/Download/index.aspx")
+    assert raised.root_cause is not None and raised.root_cause.severity.value == "error"
+
+
+def test_a_kill_for_memory_explains_the_generic_exception_printed_before_it() -> None:
+    d = diagnose_text("ray.tune.error.TuneError: ('Trials did not complete', [train_abc_00000])\n"
+                      "slurmstepd: error: Detected 8 oom-kill event(s) in step 59137890.batch cgroup. Some of your "
+                      "processes may have been killed by the cgroup out-of-memory handler.")
+    assert d.root_cause is not None and d.root_cause.rule == "memory.slurm-oom"

@@ -38,6 +38,9 @@ MAX_SIGNATURES = 4096  # signatures followed at once: lines that differ per rank
 _C10D_FRAME = re.compile(r'distributed_c10d\.py", line \d+, in (?P<op>[a-z_]+)')
 _C10D_SKIP = {"wrapper", "wait", "_wait", "barrier_wrapper"}
 _STACK_DIGITS = digit_classes(stacks.REGEXES)
+# Python's warnings module prints `path:lineno: Category: message` (warnings.formatwarning; torch's
+# TORCH_WARN comes out the same way): the process said it goes on, so what it says is not an error.
+_PYTHON_WARNING = re.compile(r":\d+: [A-Z]\w{0,40}Warning: ")
 ROLE_WEIGHT = {Role.CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
 
 
@@ -163,7 +166,10 @@ class EventCollector:
             fields = {k: v[:KEPT_FIELD_CHARS] for k, v in fields.items()}
         if line.block in self._block_op and "optype" not in fields and entry.role is Role.SYMPTOM:
             fields = {**fields, "optype": self._block_op[line.block]}
-        event = Event(rule=entry.id, role=entry.role, severity=entry.severity, line=line, fields=fields,
+        severity = entry.severity
+        if severity is Severity.ERROR and "Warning: " in line.text and _PYTHON_WARNING.search(line.text):
+            severity = Severity.WARNING
+        event = Event(rule=entry.id, role=entry.role, severity=severity, line=line, fields=fields,
                       pattern=pattern, order=order)
         count = self.out.counts[entry.id]
         count.count += 1

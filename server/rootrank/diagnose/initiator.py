@@ -33,9 +33,11 @@ TIMEOUT_RULE = "distributed.collective-timeout"
 HOST_KILL_RULE = "memory.host-oom-kill"
 SIGNAL_RULE = "process.killed-signal"
 EXITED_RULE = "process.exited-nonzero"
+GENERIC_RULE = "process.uncaught-exception"  # any exception, named by no entry of its own
 CAUSE_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"}
 NAN_RULE = "numerics.nan-loss"
 OOM_KILLERS = {"memory.host-oom-kill", "memory.container-oom"}  # entries whose `pid` names a process killed for memory
+MEMORY_KILLS = OOM_KILLERS | {"memory.slurm-oom"}  # a process killed for memory, by whichever keeper
 STATED_WITHIN = 64  # lines from a frame matched by an entry to the exception line of the same traceback
 MAX_CANDIDATES = 64  # ranks named one by one as candidates; all of them are in the undecided text, as ranges
 AMP_WARMUP_STEPS = 16  # GradScaler halves 65536 at most 16 times before the scale reaches 1
@@ -613,7 +615,11 @@ def is_narrated(event: Event) -> bool:
 def _unexplained(causes: list[Event]) -> list[Event]:
     """The causes without those another cause explains: a DataLoader worker "killed by signal: Killed" whose
     pid the kernel's OOM killer names in the same log died of that kill (the kill is the cause, whichever
-    line the paste put first)."""
+    line the paste put first); and, beside a kill for memory of any kind (the kernel's, a container's,
+    Slurm's cgroup: each reported when it is noticed, often after what it caused), a generic exception of
+    a process that only lost what was killed (a Ray Tune `TuneError`, a `ChildProcessError`)."""
+    if any(e.rule in MEMORY_KILLS for e in causes):
+        causes = [e for e in causes if e.rule != GENERIC_RULE] or causes
     killed = {e.fields["pid"] for e in causes if e.rule in OOM_KILLERS and e.fields.get("pid")}
     if not killed:
         return causes
