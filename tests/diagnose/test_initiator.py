@@ -329,3 +329,13 @@ def test_a_kill_for_memory_explains_the_generic_exception_printed_before_it() ->
                       "slurmstepd: error: Detected 8 oom-kill event(s) in step 59137890.batch cgroup. Some of your "
                       "processes may have been killed by the cgroup out-of-memory handler.")
     assert d.root_cause is not None and d.root_cause.rule == "memory.slurm-oom"
+
+
+def test_saves_that_no_failure_interrupted_are_not_listed_as_findings() -> None:
+    lines = ["Saving model checkpoint to out/checkpoint-500", "{'loss': 0.5123, 'grad_norm': 1.2, 'epoch': 1.0}",
+             "Saving model checkpoint to out/checkpoint-1000"]
+    d = diagnose_text("\n".join(lines))
+    assert all(f.rule != "io.save-interrupted" for f in d.findings)
+    killed = diagnose_text("\n".join([*lines, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                                              "GPU 0 has a total capacity of 79.15 GiB of which 1.2 GiB is free."]))
+    assert any(f.rule == "io.save-interrupted" for f in killed.findings)

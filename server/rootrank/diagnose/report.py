@@ -11,7 +11,7 @@ from rootrank.diagnose.enrich import enrich
 from rootrank.diagnose.fixtext import render_fix
 from rootrank.diagnose.initiator import CollateralRanks, InitiatorFinder, Verdict, collateral_by_rank, host_of
 from rootrank.diagnose.launcher import LauncherReport
-from rootrank.diagnose.resume import resume_note
+from rootrank.diagnose.resume import SAVE_RULE, interrupted_save, resume_note
 from rootrank.library import Library
 from rootrank.model import (
     Candidate,
@@ -48,7 +48,7 @@ def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Lib
         confidence = assessor.confidence(verdict)
         root = replace(root, confidence=confidence)
         hypotheses, command = assessor.hypotheses(verdict, confidence)
-    findings = _findings(collected, library)
+    findings = _findings(collected, library, verdict.cause)
     ranks_seen = collected.ranks_seen | collateral.ranks()
     if verdict.rank is not None:
         ranks_seen.add(verdict.rank)
@@ -159,13 +159,18 @@ def _why(verdict: Verdict, collateral: CollateralRanks, library: Library) -> str
     return text[:1].upper() + text[1:] + ("." if text and not text.endswith(".") else "")
 
 
-def _findings(collected: Collected, library: Library) -> tuple[FindingSummary, ...]:
+def _findings(collected: Collected, library: Library, failure: Event | None) -> tuple[FindingSummary, ...]:
     out = []
     for rule, count in collected.counts.items():
         entry = library.get(rule)
         if entry is None or count.first is None:
             continue
-        out.append(FindingSummary(rule=rule, title=entry.title, severity=entry.severity, role=entry.role,
+        if rule == SAVE_RULE and interrupted_save(collected, failure) is None:
+            continue  # saves that started and finished, or no failure to interrupt them: nothing to report
+        severity = entry.severity
+        if all(e is not None and e.severity is not Severity.ERROR for e in (count.first, count.last)):
+            severity = count.first.severity  # its lines were warnings of the process's own (a Python warning)
+        out.append(FindingSummary(rule=rule, title=entry.title, severity=severity, role=entry.role,
                                   rank=count.first.rank, line=count.first.line.number, count=count.count,
                                   ranks=RankSet(count.ranks).freeze()))
     return tuple(sorted(out, key=lambda f: f.line))
