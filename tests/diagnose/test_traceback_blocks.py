@@ -121,3 +121,18 @@ def test_collateral_of_several_groups_keeps_each_groups_own_event() -> None:
         own.rule: "3", timeout.rule: ",".join(str(r) for r in range(100, 200, 2)),
         lost.rule: ",".join(str(r) for r in range(101, 200, 2))}
     assert [e.rule for e in collateral.events()] == [own.rule, timeout.rule, lost.rule]
+
+
+def test_a_paste_cut_after_the_header_is_one_block_from_its_first_frame() -> None:
+    # The exception line comes first, the continuation that names the cause three lines later: one block,
+    # named by its strongest entry (the paste began inside rank 0's traceback).
+    lines = ['[rank0]:   File "/usr/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py", line 4687, '
+             "in barrier",
+             "[rank0]:     work = group.barrier(opts=opts)",
+             "[rank0]: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+             "NCCLUtils.cpp:77, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.25.1",
+             "[rank0]: ncclUnhandledCudaError: Call to CUDA function failed.",
+             "[rank0]: Last error:",
+             "[rank0]: Cuda failure 802 'system not yet initialized'"]
+    d = diagnose_text("\n".join(lines))
+    assert d.root_cause is not None and d.root_cause.rule == "hardware.fabric-manager-not-running"

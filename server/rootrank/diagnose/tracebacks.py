@@ -3,7 +3,8 @@
 Each stream (source file + rank/host of the printer) has its own small state machine, so rank 1's
 frames never join rank 3's traceback. Chained tracebacks ("During handling of the above exception")
 stay in one block, and so does the "Original Traceback" a DataLoader worker's re-raised exception carries; a
-few continuation lines after the exception line (multi-line messages) too.
+few continuation lines after the exception line (multi-line messages) too. A paste cut after a traceback's
+header opens its block at the first frame line near the top.
 
 `on_close` hears of each block that can take no more lines (the stream moved on, or went quiet while
 MAX_STREAMS others kept printing): the collector then lets a cascade's tracebacks, one per rank, become
@@ -26,6 +27,10 @@ MAX_CONTINUATION = 20
 MAX_FRAMES_LINES = 5000
 DENSE_WINDOW = 400
 MAX_STREAMS = 4096  # streams held at once; past it, the oldest ones past their exception line are closed
+# A paste that starts inside a traceback (its header cut off) opens its block at a frame line this near
+# the top of the source: the exception line and its continuation lines then name it together.
+HEADLESS_WITHIN = 40
+_FRAME = re.compile(r'^\s+File "[^"]+", line \d+, in ')
 _ENDED = ("after_exception", "after_blank")  # phases in which a block can only end, continue or chain
 
 
@@ -74,7 +79,9 @@ class TracebackGrouper:
             # A stream with no state is idle: only these two lines change that. Idle states are dropped
             # (below), so the table holds the streams inside a traceback, not every rank ever seen.
             if "Traceback (most recent call last)" not in text and "Exception ignored in" not in text:
-                return 0
+                if number > HEADLESS_WITHIN or not _FRAME.match(text):
+                    return 0
+                return self._headless(stream, number)
             state = self._states[stream] = _State()
             if len(self._states) > self._check_at:
                 self._forget_ended()
@@ -85,6 +92,12 @@ class TracebackGrouper:
         if state.phase == "idle" and not state.ignored_next:
             del self._states[stream]
         return block
+
+    def _headless(self, stream: Hashable, number: int) -> int:
+        """A block opened at a frame line: the paste began after the traceback's header."""
+        state = self._states[stream] = _State(block=self._new_block(), phase="frames", since=number)
+        self._open[stream] = number
+        return state.block
 
     def _forget_ended(self) -> None:
         """Close the oldest streams that are past their exception line, down to 3/4 of MAX_STREAMS (a
