@@ -196,6 +196,8 @@ class Assessor:
                 return Sureness("low", "several ranks died, known only from the launcher's table; its first "
                                        "observed failure decided")
             return Sureness("low", "several ranks show a failure of their own; order of appearance decided")
+        if is_launcher_report(cause):
+            return Sureness("medium", "the launcher's report of its exit names it; the rank's own output is not in the log")
         if len(self.col.ranks_seen) <= 1:
             # One rank's output alone (a paste of rank 0's lines, one per-rank file): the others may have
             # failed first, or all alike, without a line of theirs here to say so.

@@ -260,7 +260,9 @@ class InitiatorFinder:
             reasons.append(f"its {event.rule} (line {event.line.number}) comes before the causes on rank(s) "
                            f"{ranks_text(others)} ({how})")
         else:
-            reasons.append(f"it is the only rank with a failure of its own ({event.rule}, line {event.line.number})")
+            reasons.append(f"the launcher's report of its exit (line {event.line.number}) is the only failure in the log"
+                           if is_launcher_report(event) else
+                           f"it is the only rank with a failure of its own ({event.rule}, line {event.line.number})")
         mapped = self._mapping_reason(event)
         if mapped:
             reasons.append(mapped)
