@@ -144,7 +144,7 @@ class InitiatorFinder:
     # ------------------------------------------------------------------ decision
 
     def decide(self) -> Verdict:
-        units = [u for u in self.col.units if not u.line.quoted and not self._amp_warmup(u)]
+        units = [u for u in self.col.units if not u.line.quoted and not self.amp_warmup(u)]
         causes = [u for u in units if is_error_cause(u)]
         # An error a person quotes in a sentence of an issue ("If I try X I get this error: ...") counts only
         # when nothing printed names one: it may be an earlier attempt, not what ended this run.
@@ -155,7 +155,7 @@ class InitiatorFinder:
         # A death the launcher reports (exit -6 after a watchdog abort, say) is a consequence on a rank
         # that printed its own symptoms; the launcher's line is then not a cause of its own.
         suffering = RankSet(u.line.rank for u in units if u.role is Role.SYMPTOM and u.line.rank is not None)
-        suffering |= grouped_ranks(self.col, lambda e: not self._amp_warmup(e))
+        suffering |= grouped_ranks(self.col, lambda e: not self.amp_warmup(e))
         causes = [e for e in causes if e.line.rank is not None or self._event_rank(e) not in suffering]
         if causes:
             on_host = HostEvidence(self).decide(causes, units)
@@ -358,7 +358,7 @@ class InitiatorFinder:
         where = f" of {event.line.source}" if event.line.source not in ("-", "") else ""
         return f"local rank {local}{where} is global rank {rank} ({how})"
 
-    def _amp_warmup(self, event: Event) -> bool:
+    def amp_warmup(self, event: Event) -> bool:
         """fp16 AMP's first steps: GradScaler starts at a scale of 65536, so the first iterations
         overflow, log an inf/nan gradient norm and are skipped (the scale halves each time) while the
         loss on the same line stays finite. A few of those, and no non-finite loss, is normal."""
@@ -445,7 +445,7 @@ class InitiatorFinder:
             return odd
         first_symptom = min(symptoms, key=lambda e: e.order)
         world = self._world()
-        grouped = grouped_ranks(self.col, lambda e: e.severity is Severity.ERROR and not self._amp_warmup(e))
+        grouped = grouped_ranks(self.col, lambda e: e.severity is Severity.ERROR and not self.amp_warmup(e))
         suffered_ranks = RankSet(suffered)
         suffered_ranks |= grouped
         absent = world - suffered_ranks

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import replace
 
 from rootrank.diagnose.collect import Collected
@@ -48,7 +49,7 @@ def build_diagnosis(collected: Collected, launcher: LauncherReport, library: Lib
         confidence = assessor.confidence(verdict)
         root = replace(root, confidence=confidence)
         hypotheses, command = assessor.hypotheses(verdict, confidence)
-    findings = _findings(collected, library, verdict.cause)
+    findings = _findings(collected, library, verdict.cause, finder.amp_warmup)
     ranks_seen = collected.ranks_seen | collateral.ranks()
     if verdict.rank is not None:
         ranks_seen.add(verdict.rank)
@@ -159,7 +160,8 @@ def _why(verdict: Verdict, collateral: CollateralRanks, library: Library) -> str
     return text[:1].upper() + text[1:] + ("." if text and not text.endswith(".") else "")
 
 
-def _findings(collected: Collected, library: Library, failure: Event | None) -> tuple[FindingSummary, ...]:
+def _findings(collected: Collected, library: Library, failure: Event | None,
+              warmup: Callable[[Event], bool]) -> tuple[FindingSummary, ...]:
     out = []
     for rule, count in collected.counts.items():
         entry = library.get(rule)
@@ -170,6 +172,8 @@ def _findings(collected: Collected, library: Library, failure: Event | None) -> 
         severity = entry.severity
         if all(e is not None and e.severity is not Severity.ERROR for e in (count.first, count.last)):
             severity = count.first.severity  # its lines were warnings of the process's own (a Python warning)
+        elif warmup(count.first):
+            severity = Severity.WARNING  # fp16 AMP's first skipped steps, not a divergence
         out.append(FindingSummary(rule=rule, title=entry.title, severity=severity, role=entry.role,
                                   rank=count.first.rank, line=count.first.line.number, count=count.count,
                                   ranks=RankSet(count.ranks).freeze()))
