@@ -339,3 +339,15 @@ def test_saves_that_no_failure_interrupted_are_not_listed_as_findings() -> None:
     killed = diagnose_text("\n".join([*lines, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
                                               "GPU 0 has a total capacity of 79.15 GiB of which 1.2 GiB is free."]))
     assert any(f.rule == "io.save-interrupted" for f in killed.findings)
+
+
+def test_continuation_lines_are_found_and_their_fields_join_the_message_they_continue() -> None:
+    # `follows` patterns have no prefilter anchor of their own; the matcher must still find them.
+    prefix = "W0810 18:28:53.521000 10244 torch/_dynamo/convert_frame.py:964] [2/256] "
+    d = diagnose_text("\n".join([prefix + "torch._dynamo hit config.accumulated_recompile_limit (256)",
+                                 prefix + "   function: 'check_empty_cuda_cache' (/home/user/mmgp/offload.py:2261)",
+                                 prefix + "   last reason: 2/255: len(args) == 1"]))
+    assert d.root_cause is not None and d.root_cause.rule == "compile.recompile-limit"
+    assert d.root_cause.fields.get("reason") == "2/255: len(args) == 1"
+    assert d.root_cause.fields.get("function") == "check_empty_cuda_cache"
+    assert "len(args) == 1" in d.root_cause.fix

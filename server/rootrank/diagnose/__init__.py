@@ -160,8 +160,11 @@ class Pipeline:
                 if pattern.follows and line.number > self.scanner.follow_until:
                     continue
                 collector.add(line, order, entries[pattern.entry_id], fields, pattern.name)
+                if pattern.follows and fields:
+                    collector.continues(line, pattern.entry_id, fields, FOLLOW_LINES)
                 if not pattern.follows and pattern.entry_id in continued:
                     self.scanner.follow_until = line.number + FOLLOW_LINES
+                    collector.heads[pattern.entry_id] = line.block or (line.source, line.number)
                 for marker in arms.get((pattern.entry_id, pattern.name), ()):
                     armed[marker] = None
             if found:

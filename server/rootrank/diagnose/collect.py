@@ -120,6 +120,8 @@ class EventCollector:
         self._signatures: dict[tuple[object, ...], int | RankGroup] = {}  # -> ranks kept whole, then the group
         self._last_kept: tuple[object, tuple[str, int | None]] | None = None  # the newest stand-alone unit
         self._holes = 0  # units that close_block moved into a RankGroup, not yet squeezed out (compact)
+        # Per entry, the unit (block, or (source, line)) of the newest line continuation lines (`follows`) go with.
+        self.heads: dict[str, int | tuple[str, int]] = {}
         # A cascade's lines show the same stacks per shape (other ranks, other pids): looked for once.
         self._stacks_in = ShapeMemo(_STACK_DIGITS, stacks.stacks_in)
 
@@ -206,6 +208,29 @@ class EventCollector:
             self._blocks[unit] = event
             self._block_index[unit] = len(self.out.units)
             self.out.units.append(event)
+
+    def continues(self, line: LogLine, rule: str, fields: dict[str, str], within: int) -> None:
+        """A continuation line (`follows`) of a message whose first line (`heads`, the newest line of the
+        same entry that continuation lines follow) is a unit of the same source at most `within` lines
+        above: its fields (the recompile limit's `last reason`, an actor's exit detail) join that event's,
+        which the report reads."""
+        unit = self.heads.get(rule)
+        index = None if unit is None else self._block_index.get(unit)
+        if unit is None or index is None:
+            return
+        event = self.out.units[index]
+        if (event is None or event.rule != rule or event.line.source != line.source
+                or not 0 < line.number - event.line.number <= within):
+            return
+        extra = {k: v[:KEPT_FIELD_CHARS] for k, v in fields.items() if k not in event.fields}
+        if not extra:
+            return
+        merged = replace(event, fields={**event.fields, **extra})
+        self.out.units[index] = merged
+        self._blocks[unit] = merged
+        count = self.out.counts[rule]
+        if count.first is event:
+            count.first = merged
 
     def settle(self, line: LogLine) -> None:
         """Called after every match of a line was added: a stand-alone symptom line whose signature already

@@ -66,6 +66,7 @@ class Matcher:
         self._told_spans: dict[tuple[int, bytes], Spans | None] = {}
         self._anchor_regex: re.Pattern[str] | None = None
         self._literals_at: dict[str, frozenset[str]] = {}
+        self._unanchored_folded: tuple[str, ...] = ()
         self._indexed = False
         self._memo = TextMemo(self._match)
         if anchors is not None:
@@ -79,6 +80,14 @@ class Matcher:
             literals = {lit for lit in self._exact if anchor in lit}
             literals |= {lit for lit in self._folded if anchor.lower() in lit}
             index[anchor] = literals
+        # The prefilter anchors only what it selects lines by: a continuation line's literal (`follows`,
+        # looked for only after the line it continues) has no anchor of its own, so it is its own.
+        covered = set().union(*index.values()) if index else set()
+        for literal in sorted(set(self._exact) - covered, key=len, reverse=True):
+            texts.append(literal)
+            index[literal] = {literal}
+        self._unanchored_folded = tuple(lit for lit in self._folded if lit not in covered)
+        texts.sort(key=len, reverse=True)
         # The engine reports the longest anchor at a position; anchors starting there are its prefixes.
         # (Each anchor's own prefixes are looked up: comparing every pair of anchors cost a tenth of a
         # second on hundreds of anchors, at every start.)
@@ -193,9 +202,10 @@ class Matcher:
                 break
             literals |= self._literals_at[m.group()]
             pos = m.start() + 1
+        folded_text = text.lower() if self._folded else ""
+        literals.update(lit for lit in self._unanchored_folded if lit in folded_text)
         if not literals:
             return []
-        folded_text = text.lower() if self._folded else ""
         places: list[int] = []
         for literal in literals:
             if literal in self._exact and literal in text:
