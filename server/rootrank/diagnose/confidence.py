@@ -154,7 +154,7 @@ class Assessor:
         if how == "launcher exit of the process that printed it":
             return Sureness("medium", "the message had no rank prefix; the launcher's exit line gave the rank")
         if how == "only a launcher's summary":
-            return Sureness("medium", "the launcher's failure table names it; the child's own output is not in the log")
+            return Sureness("medium", "the launcher's report of the failed child names it; the child's own error is not in the log")
         if how == "the launcher's exit report only":
             return Sureness("low", "only the launcher's account of which child exited with an error")
         if how == "launcher exit" or how == "launcher exit order":
