@@ -351,3 +351,14 @@ def test_continuation_lines_are_found_and_their_fields_join_the_message_they_con
     assert d.root_cause.fields.get("reason") == "2/255: len(args) == 1"
     assert d.root_cause.fields.get("function") == "check_empty_cuda_cache"
     assert "len(args) == 1" in d.root_cause.fix
+
+
+def test_a_launcher_table_of_several_crashed_ranks_is_not_high_confidence_for_one() -> None:
+    from pathlib import Path
+
+    from rootrank.diagnose import diagnose_paths
+    case = (Path(__file__).parent.parent / "fixtures" / "logs"
+            / "process.killed-signal--all-4ranks-segfault-ddp-detail-no-initiator-torch2130" / "log.txt")
+    d = diagnose_paths([str(case)])
+    assert d.root_cause is not None and d.root_cause.rule == "process.killed-signal"
+    assert d.root_cause.confidence is not None and d.root_cause.confidence.rank.level != "high"

@@ -109,10 +109,17 @@ class Assessor:
             seen += [e for e in (count.first, count.last) if e is not None and e.pattern not in vague]
         return "" if seen else pattern.alone
 
+    def _own_causes(self) -> list[Event]:
+        """The error causes decide() weighs: not a launcher's quote, and not a launcher's line about a child
+        that had already printed what it suffered (its exit is a consequence)."""
+        suffering = self.finder._suffering()
+        return [u for u in self.col.units if not u.line.quoted and is_error_cause(u)
+                and (u.line.rank is not None or self.finder._event_rank(u) not in suffering)]
+
     def _rival_rules(self, verdict: Verdict) -> set[str]:
         out: set[str] = set()
-        for unit in self.col.units:
-            if unit.line.quoted or not is_error_cause(unit) or unit.rule == verdict.rule:
+        for unit in self._own_causes():
+            if unit.rule == verdict.rule:
                 continue
             entry = self.library.get(unit.rule)
             if entry is not None and entry.priority <= GENERIC_PRIORITY:
@@ -182,7 +189,11 @@ class Assessor:
             mapped = ""
             if local is not None and local.isdigit():
                 _, mapped = self.finder.launcher.global_rank_how(agent, int(local))
-            if mapped == "failure table" and not rivals:
+            # Other children the launcher saw fail on their own (-15 is its own teardown's SIGTERM).
+            others_failed = {self.finder.global_rank(e.agent, e.local_rank) for e in self.finder.launcher.exits
+                             if e.local_rank is not None and e.exitcode is not None and e.exitcode not in (0, -15)}
+            others_failed -= {verdict.rank, *self.finder._suffering()}  # victims exit too, having said why
+            if mapped == "failure table" and not rivals and not others_failed:
                 return Sureness("high", "its agent's failure table pairs the local rank with this global rank, "
                                         "and no other rank shows a failure of its own")
             if mapped == "single node assumed":
@@ -207,9 +218,7 @@ class Assessor:
 
     def _cause_ranks(self) -> set[int]:
         out: set[int] = set()
-        for unit in self.col.units:
-            if unit.line.quoted or not is_error_cause(unit):
-                continue
+        for unit in self._own_causes():
             rank = self.finder._event_rank(unit)
             if rank is not None:
                 out.add(rank)

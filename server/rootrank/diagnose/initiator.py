@@ -137,6 +137,9 @@ class InitiatorFinder:
     def _world(self) -> RankSet:
         world = RankSet(self.col.ranks_seen)
         world.update(self.launcher.all_ranks())
+        if len(self.launcher.agents) <= 1:
+            # Per-rank files named by local rank (torchrun --log-dir .../attempt_0/3/stdout.log) on one node.
+            world.update(r for r in (self.global_rank(None, lr) for lr in self.col.local_ranks_seen) if r is not None)
         if self.launcher.world_size:
             world.add_range(0, self.launcher.world_size)
         return world
@@ -449,6 +452,9 @@ class InitiatorFinder:
         suffered_ranks = RankSet(suffered)
         suffered_ranks |= grouped
         absent = world - suffered_ranks
+        # A rank the launcher was still to SIGTERM at teardown was alive when the others failed: it neither
+        # stalled nor left first (when every absent rank was, the set stays as it is).
+        absent = (absent - RankSet(self._survivor_ranks())) or absent
         missing = list(itertools.islice(absent, MAX_CANDIDATES + 1))  # all of them when few; then only tested
         victims = suffered_ranks.text()
         if len(absent) == 1:
@@ -464,7 +470,8 @@ class InitiatorFinder:
             return behind
         # Only when some rank did suffer: with no rank named at all (a launcher's or a framework's shutdown
         # message without a rank prefix), rank 0 is no more likely than any other.
-        if suffered_ranks and 0 not in suffered_ranks and (0 in missing or _all_but_rank_zero(suffered_ranks, world)):
+        if (timeouts and suffered_ranks and 0 not in suffered_ranks
+                and (0 in missing or _all_but_rank_zero(suffered_ranks, world))):
             candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing[:MAX_CANDIDATES] if r != 0]
             numel = first_symptom.fields.get("numel_in") or first_symptom.fields.get("numel")
             barrier = " in a 1-element barrier" if numel == "1" else ""
