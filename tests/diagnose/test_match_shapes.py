@@ -39,3 +39,28 @@ def test_patterns_that_name_digits_are_not_blind() -> None:
     for pattern in library.patterns:
         if any(c.isdigit() for c in pattern.literal):
             assert not blind[pattern.name], pattern.name
+
+
+def test_continuation_patterns_are_found_with_the_prefilters_anchors_installed() -> None:
+    # The prefilter chooses anchors only for the literals it selects lines by; a continuation pattern's
+    # literal (`follows`) has none, and the matcher must still find it, case-folded ones too.
+    import dataclasses
+
+    from rootrank.diagnose import prefilter_literals
+    from rootrank.diagnose.prefilter import Prefilter
+    from rootrank.library import Library
+
+    library = load_library()
+    entry = library.entries["compile.recompile-limit"]
+    folded = tuple(dataclasses.replace(p, ignore_case=True) if p.name == "limit-last-reason" else p
+                   for p in entry.patterns)
+    library = Library(entries={**library.entries, entry.id: dataclasses.replace(entry, patterns=folded)},
+                      problems=[])
+    exact, folded_literals = prefilter_literals(library)
+    anchored = Matcher(library, Prefilter(exact, folded_literals, b"step 1 | loss 0.5\n" * 100).anchors)
+    names = {p.name for p in library.patterns if p.follows}
+    assert {"limit-function", "limit-last-reason", "worker-exit-detail"} <= names
+    found = {p.name for text in ("   function: 'run' (train.py:5)", "   LAST REASON: L['x'].size()[0] == 8",
+                                 "Worker exit detail: Worker unexpectedly exits with a connection error code 2.")
+             for p, _ in anchored.match(text)}
+    assert {"limit-function", "limit-last-reason", "worker-exit-detail"} <= found

@@ -103,18 +103,17 @@ class Assessor:
         if pattern is None or not pattern.alone:
             return ""
         vague = {p.name for p in entry.patterns if p.alone}
-        seen = [u for u in self.col.units if u.rule == cause.rule and u.pattern not in vague]
         count = self.col.counts.get(cause.rule)
-        if count is not None:
-            seen += [e for e in (count.first, count.last) if e is not None and e.pattern not in vague]
+        kept = (count.first, count.last) if count is not None else ()
+        seen = any(e is not None and e.rule == cause.rule and e.pattern not in vague
+                   for e in (*self.col.units, *kept))
         return "" if seen else pattern.alone
 
     def _own_causes(self) -> list[Event]:
-        """The error causes decide() weighs: not a launcher's quote, and not a launcher's line about a child
-        that had already printed what it suffered (its exit is a consequence)."""
-        suffering = self.finder._suffering()
-        return [u for u in self.col.units if not u.line.quoted and is_error_cause(u)
-                and (u.line.rank is not None or self.finder._event_rank(u) not in suffering)]
+        """The error causes decide() weighs: not a launcher's quote, nor its line about a child that had
+        already printed what it suffered."""
+        return self.finder.without_consequences(
+            [u for u in self.col.units if not u.line.quoted and is_error_cause(u)])
 
     def _rival_rules(self, verdict: Verdict) -> set[str]:
         out: set[str] = set()

@@ -144,6 +144,14 @@ class InitiatorFinder:
             world.add_range(0, self.launcher.world_size)
         return world
 
+    def without_consequences(self, causes: list[Event]) -> list[Event]:
+        """`causes` without the launcher's lines about a rank that printed its own symptoms: a death the
+        launcher reports (exit -6 after a watchdog abort, say) is then a consequence, not a cause of its own."""
+        units = [u for u in self.col.units if not u.line.quoted and not self.amp_warmup(u)]
+        suffering = RankSet(u.line.rank for u in units if u.role is Role.SYMPTOM and u.line.rank is not None)
+        suffering |= grouped_ranks(self.col, lambda e: not self.amp_warmup(e))
+        return [e for e in causes if e.line.rank is not None or self._event_rank(e) not in suffering]
+
     # ------------------------------------------------------------------ decision
 
     def decide(self) -> Verdict:
@@ -155,11 +163,7 @@ class InitiatorFinder:
         causes = _unexplained(causes)
         if not causes:
             causes = [u for u in self.col.units if u.line.quoted and is_error_cause(u)]
-        # A death the launcher reports (exit -6 after a watchdog abort, say) is a consequence on a rank
-        # that printed its own symptoms; the launcher's line is then not a cause of its own.
-        suffering = RankSet(u.line.rank for u in units if u.role is Role.SYMPTOM and u.line.rank is not None)
-        suffering |= grouped_ranks(self.col, lambda e: not self.amp_warmup(e))
-        causes = [e for e in causes if e.line.rank is not None or self._event_rank(e) not in suffering]
+        causes = self.without_consequences(causes)
         if causes:
             on_host = HostEvidence(self).decide(causes, units)
             if on_host is not None:

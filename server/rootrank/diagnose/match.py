@@ -202,10 +202,12 @@ class Matcher:
                 break
             literals |= self._literals_at[m.group()]
             pos = m.start() + 1
-        folded_text = text.lower() if self._folded else ""
-        literals.update(lit for lit in self._unanchored_folded if lit in folded_text)
+        if self._unanchored_folded:  # none in today's library: no lowering for the common line
+            lowered = text.lower()
+            literals.update(lit for lit in self._unanchored_folded if lit in lowered)
         if not literals:
             return []
+        folded_text = text.lower() if self._folded else ""
         places: list[int] = []
         for literal in literals:
             if literal in self._exact and literal in text:

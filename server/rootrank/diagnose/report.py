@@ -170,7 +170,8 @@ def _findings(collected: Collected, library: Library, failure: Event | None,
         if rule == SAVE_RULE and interrupted_save(collected, failure) is None:
             continue  # saves that started and finished, or no failure to interrupt them: nothing to report
         severity = entry.severity
-        if all(e is not None and e.severity is not Severity.ERROR for e in (count.first, count.last)):
+        last = count.last or count.first
+        if count.first.severity is not Severity.ERROR and last.severity is not Severity.ERROR:
             severity = count.first.severity  # its lines were warnings of the process's own (a Python warning)
         elif warmup(count.first):
             severity = Severity.WARNING  # fp16 AMP's first skipped steps, not a divergence
