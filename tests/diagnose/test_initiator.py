@@ -325,7 +325,8 @@ def test_a_python_warning_is_not_an_error_whatever_entry_it_matches() -> None:
 
 
 def test_a_kill_for_memory_explains_the_generic_exception_printed_before_it() -> None:
-    d = diagnose_text("ray.tune.error.TuneError: ('Trials did not complete', [train_abc_00000])\n"
+    # The end of https://github.com/ray-project/ray/issues/14394's paste.
+    d = diagnose_text("ray.tune.error.TuneError: ('Trials did not complete', [seed:5591])\n"
                       "slurmstepd: error: Detected 8 oom-kill event(s) in step 59137890.batch cgroup. Some of your "
                       "processes may have been killed by the cgroup out-of-memory handler.")
     assert d.root_cause is not None and d.root_cause.rule == "memory.slurm-oom"
