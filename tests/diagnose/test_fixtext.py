@@ -15,6 +15,14 @@ def test_a_sentence_or_item_naming_a_missing_field_is_left_out() -> None:
     assert fill(text, {"requested": "2 GiB"}) == "Lower the peak:\n1. Reduce the batch."
 
 
+def test_a_step_left_out_leaves_no_gap_in_the_numbering() -> None:
+    text = ("Do this:\n1. Find {missing}.\n2. Read the report:\n   1. first item\n   2. second {missing}\n"
+            "   3. third\n3. Rerun.\n\nThen:\n1. Check {gpu}.\n2. Done.\n```sh\n1. not a step\n```")
+    assert fill(text, {"gpu": "0"}) == (
+        "Do this:\n1. Read the report:\n   1. first item\n   2. third\n2. Rerun.\n\nThen:\n1. Check 0.\n2. Done."
+        "\n```sh\n1. not a step\n```")
+
+
 def test_code_blocks_are_kept_whole() -> None:
     text = "Run:\n```sh\nexport A=1\n```"
     assert fill(text, {}) == text

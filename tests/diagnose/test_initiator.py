@@ -363,3 +363,60 @@ def test_a_launcher_table_of_several_crashed_ranks_is_not_high_confidence_for_on
     d = diagnose_paths([str(case)])
     assert d.root_cause is not None and d.root_cause.rule == "process.killed-signal"
     assert d.root_cause.confidence is not None and d.root_cause.confidence.rank.level != "high"
+
+
+_GLOO_PEER_CLOSED = ("[rank1]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] "
+                     "Connection closed by peer [127.0.0.1]:38606. This is typically caused by a remote worker crashing. "
+                     "Check the logs of the remote worker before reporting an error.")
+
+
+def _one_node_teardown(sigterm_rank: int, sigterm_exit: int, failed_rank: int, failed_exit: int) -> str:
+    """A torchrun agent's teardown after a failure, as torch 2.13 prints it (the collective-mismatch fixture's)."""
+    pids = {0: 18958, 1: 18959}
+    return "\n".join([
+        "[rank1]: Traceback (most recent call last):",
+        '[rank1]:   File "/home/user/project/train.py", line 18, in main',
+        "[rank1]:     dist.all_reduce(t)",
+        _GLOO_PEER_CLOSED,
+        "W1130 01:32:10.469000 18894 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process "
+        f"{pids[sigterm_rank]} closing signal SIGTERM",
+        "E1130 01:32:10.502000 18894 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: "
+        f"{failed_exit}) local_rank: {failed_rank} (pid: {pids[failed_rank]}) of binary: /home/user/venv/bin/python3",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "============================================================",
+        "train.py FAILED",
+        "------------------------------------------------------------",
+        "Failures:",
+        "[1]:",
+        "  time      : 2026-11-30_01:32:10",
+        "  host      : localhost",
+        f"  rank      : {sigterm_rank} (local_rank: {sigterm_rank})",
+        f"  exitcode  : {sigterm_exit} (pid: {pids[sigterm_rank]})",
+        "  error_file: <N/A>",
+        f"  traceback : Signal 15 (SIGTERM) received by PID {pids[sigterm_rank]}",
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        "  time      : 2026-11-30_01:32:10",
+        "  host      : localhost",
+        f"  rank      : {failed_rank} (local_rank: {failed_rank})",
+        f"  exitcode  : {failed_exit} (pid: {pids[failed_rank]})",
+        "  error_file: <N/A>",
+        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+        "============================================================",
+    ])
+
+
+def test_the_one_rank_left_waiting_by_peers_that_finished_is_out_of_step() -> None:
+    # Rank 1 lost its peers; the agent SIGTERMed rank 0 afterwards and lists no other failure: the peers
+    # had finished, so rank 1 was in a collective they never called.
+    d = diagnose_text(_one_node_teardown(sigterm_rank=0, sigterm_exit=-15, failed_rank=1, failed_exit=1))
+    assert d.root_cause is not None
+    assert (d.root_cause.rule, d.root_cause.rank) == ("distributed.collective-mismatch", 1)
+    assert d.root_cause.confidence is not None and d.root_cause.confidence.rank.level == "medium"
+
+
+def test_a_peer_that_exited_with_an_error_is_not_left_waiting() -> None:
+    # The table's other worker exited with its own error, not the agent's SIGTERM: it may be the peer that left.
+    d = diagnose_text(_one_node_teardown(sigterm_rank=0, sigterm_exit=1, failed_rank=1, failed_exit=1))
+    assert d.root_cause is None or d.root_cause.rule != "distributed.collective-mismatch"

@@ -63,6 +63,9 @@ class Assessor:
         if verdict.decided_by == "exited on its own":
             return Sureness("medium", "from the launcher's exit status and the other ranks' losses; the rank "
                                       "printed no error, so why it exited is not in the log")
+        if verdict.decided_by == InitiatorFinder.LEFT_WAITING:
+            return Sureness("medium", "the rank's own message says only that its peers went away; that they had "
+                                      "finished (a collective mismatch) is inferred from the launcher's account")
         if verdict.decided_by == "the launcher's exit report only":
             return Sureness("low", "only the launcher's exit status is in the log; the worker's own error is not")
         if cause.role is Role.CONTEXT and cause.severity is Severity.ERROR:
@@ -123,7 +126,7 @@ class Assessor:
             entry = self.library.get(unit.rule)
             if entry is not None and entry.priority <= GENERIC_PRIORITY:
                 continue
-            if self.finder._event_rank(unit) != verdict.rank:
+            if self.finder.event_rank(unit) != verdict.rank:
                 out.add(unit.rule)
         return out
 
@@ -153,6 +156,9 @@ class Assessor:
                                        "rank's timeout too, may just be cut off")
             return Sureness("medium", "the one rank that printed no timeout; a rank whose output is missing "
                                       "from the log looks the same")
+        if how == InitiatorFinder.LEFT_WAITING:
+            return Sureness("medium", "the one rank still in a collective when the others had exited cleanly; a "
+                                      "worker of another node that exited first would look the same")
         if how == "exited on its own":
             return Sureness("medium", "the one rank that suffered nothing; its launcher reports its exit status")
         if how == "behind in sequence numbers":
@@ -183,7 +189,7 @@ class Assessor:
         ranked = self._cause_ranks()
         rivals = ranked - {verdict.rank}
         if cause.line.rank is None:
-            agent = self.finder._agent_of(cause)
+            agent = self.finder.agent_of_event(cause)
             local = cause.fields.get("local_rank")
             mapped = ""
             if local is not None and local.isdigit():
@@ -191,7 +197,7 @@ class Assessor:
             # Other children the launcher saw fail on their own (-15 is its own teardown's SIGTERM).
             others_failed = {self.finder.global_rank(e.agent, e.local_rank) for e in self.finder.launcher.exits
                              if e.local_rank is not None and e.exitcode is not None and e.exitcode not in (0, -15)}
-            others_failed -= {verdict.rank, *self.finder._suffering()}  # victims exit too, having said why
+            others_failed -= {verdict.rank, *self.finder.suffering_ranks()}  # victims exit too, having said why
             if mapped == "failure table" and not rivals and not others_failed:
                 return Sureness("high", "its agent's failure table pairs the local rank with this global rank, "
                                         "and no other rank shows a failure of its own")
@@ -218,7 +224,7 @@ class Assessor:
     def _cause_ranks(self) -> set[int]:
         out: set[int] = set()
         for unit in self._own_causes():
-            rank = self.finder._event_rank(unit)
+            rank = self.finder.event_rank(unit)
             if rank is not None:
                 out.add(rank)
         return out

@@ -58,7 +58,34 @@ def fill(text: str, fields: Mapping[str, str]) -> str:
         if any(not fields.get(n) for n in names):
             continue
         out.append(joined)
-    return _substitute(re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip(), fields)
+    return _substitute(re.sub(r"\n{3,}", "\n\n", _renumbered("\n".join(out))).strip(), fields)
+
+
+_NUMBERED = re.compile(r"^(\s*)(\d+)([.)]\s)")
+
+
+def _renumbered(text: str) -> str:
+    """Numbered list items counted again from 1, so that a step left out leaves no gap ("1., 3.")."""
+    lines = text.split("\n")
+    counters: dict[int, int] = {}  # indentation of a list's markers -> its last number
+    in_code = False
+    for i, line in enumerate(lines):
+        if line.strip().startswith("```"):
+            in_code = not in_code
+        if in_code:
+            continue
+        m = _NUMBERED.match(line)
+        indent = len(line) - len(line.lstrip())
+        if m is None:
+            if line.strip():
+                # A line at or left of a list's markers ends that list; an indented one continues an item.
+                counters = {level: n for level, n in counters.items() if level < indent}
+            continue
+        counters = {level: n for level, n in counters.items() if level <= indent}
+        number = counters.get(indent, 0) + 1
+        counters[indent] = number
+        lines[i] = f"{m[1]}{number}{m[3]}{line[m.end():]}"
+    return "\n".join(lines)
 
 
 def _substitute(text: str, fields: Mapping[str, str]) -> str:

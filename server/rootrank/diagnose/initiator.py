@@ -18,6 +18,7 @@ import functools
 import heapq
 import itertools
 import re
+import signal
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from rootrank.model import Event, Role, Severity, ranks_text
 from rootrank.ranks import RankSet
 
 STALLED_RULE = "distributed.rank-stalled"
+PEER_EXITED_RULE = "distributed.peer-exited"
 MISMATCH_RULE = "distributed.collective-mismatch"
 TIMEOUT_RULE = "distributed.collective-timeout"
 HOST_KILL_RULE = "memory.host-oom-kill"
@@ -102,14 +104,15 @@ class InitiatorFinder:
         return self.launcher.global_rank(agent, local_rank)
 
     @staticmethod
-    def _agent_of(event: Event) -> str | None:
+    def agent_of_event(event: Event) -> str | None:
+        """The launcher agent (host, pid or file) that printed an event's line."""
         return agent_of(event.line.host, event.line.pid, event.line.source)
 
     def _local_to_global(self, event: Event, local: int) -> int | None:
         """An agent line's local rank as a global rank: through the agent that printed it, else the
         one agent of the same file, else the one answer all agents agree on."""
         launcher = self.launcher
-        rank = self.global_rank(self._agent_of(event), local)
+        rank = self.global_rank(self.agent_of_event(event), local)
         if rank is not None or len(launcher.agents) <= 1:
             return rank
         same_file = [a for a, files in launcher.sources.items() if event.line.source in files]
@@ -120,7 +123,8 @@ class InitiatorFinder:
         ranks = {self.global_rank(a, local) for a in launcher.agents} - {None}
         return ranks.pop() if len(ranks) == 1 else None
 
-    def _event_rank(self, event: Event) -> int | None:
+    def event_rank(self, event: Event) -> int | None:
+        """An event's global rank: its own, else the local rank it names through the agent that printed it."""
         if event.rank is not None:
             return event.rank
         local = event.fields.get("local_rank")
@@ -150,7 +154,7 @@ class InitiatorFinder:
         units = [u for u in self.col.units if not u.line.quoted and not self.amp_warmup(u)]
         suffering = RankSet(u.line.rank for u in units if u.role is Role.SYMPTOM and u.line.rank is not None)
         suffering |= grouped_ranks(self.col, lambda e: not self.amp_warmup(e))
-        return [e for e in causes if e.line.rank is not None or self._event_rank(e) not in suffering]
+        return [e for e in causes if e.line.rank is not None or self.event_rank(e) not in suffering]
 
     # ------------------------------------------------------------------ decision
 
@@ -177,7 +181,7 @@ class InitiatorFinder:
         soft = [u for u in units if u.role is Role.CAUSE]
         if soft:
             best = max(soft, key=lambda e: (e.severity is Severity.WARNING, -e.order))
-            return Verdict(rank=self._event_rank(best), cause=best, rule=best.rule,
+            return Verdict(rank=self.event_rank(best), cause=best, rule=best.rule,
                            decided_by="no failure; the most important warning")
         # Warnings of what a rank suffered (a lost TCPStore, an NCCL WARN) and nothing else: also printed by
         # runs that finished, so not a failure, but the one thing the log holds; the printer is a victim.
@@ -195,7 +199,7 @@ class InitiatorFinder:
         summaries = [u for u in units if u.role is Role.CONTEXT and u.severity is Severity.ERROR]
         if summaries:
             first = min(summaries, key=lambda e: e.order)
-            rank = self._event_rank(first)
+            rank = self.event_rank(first)
             why = ""
             if rank is None:
                 # The summary's own line names no rank, but its failure table may (`rank : 1 (local_rank: 1)`
@@ -233,7 +237,7 @@ class InitiatorFinder:
         # that printed its own symptoms; the launcher line is then not a cause of its own.
         by_rank: dict[int | None, Event] = {}
         for event in causes:
-            rank = self._event_rank(event)
+            rank = self.event_rank(event)
             if rank not in by_rank:
                 by_rank[rank] = event
         ranked = {r: e for r, e in by_rank.items() if r is not None}
@@ -302,13 +306,13 @@ class InitiatorFinder:
         rank, exit_event = next(iter(ranked.items()))
         if not is_launcher_report(exit_event):
             return None
-        if any(not is_launcher_report(e) for e in causes if self._event_rank(e) == rank):
+        if any(not is_launcher_report(e) for e in causes if self.event_rank(e) == rank):
             return None
         # The process's own output is in its agent's file, behind its node's prefix (pdsh host, srun task):
         # an unprefixed traceback of another node (a restarted attempt failing to connect, say) is another
         # process's.
         own = [e for e in causes if e.line.rank is None and not is_launcher_report(e)
-               and self._event_rank(e) is None and e.order < exit_event.order and e.rule != exit_event.rule
+               and self.event_rank(e) is None and e.order < exit_event.order and e.rule != exit_event.rule
                and e.line.source == exit_event.line.source
                and (e.line.host is None or exit_event.line.host is None or e.line.host == exit_event.line.host)]
         if not own:
@@ -353,7 +357,7 @@ class InitiatorFinder:
         local = event.fields.get("local_rank")
         if event.line.rank is not None or local is None or not local.isdigit():
             return ""
-        agent = self._agent_of(event)
+        agent = self.agent_of_event(event)
         rank, how = self.launcher.global_rank_how(agent, int(local))
         if rank is None:
             same_file = [a for a, files in self.launcher.sources.items() if event.line.source in files]
@@ -383,7 +387,7 @@ class InitiatorFinder:
         """The rank the launchers' accounts point at, fused over every agent (one per node): a child
         that exited with an error code and did not itself suffer a peer's loss (a rank that exits 1
         after `Connection closed by peer` is collateral whatever its agent's table says)."""
-        suffering = self._suffering()
+        suffering = self.suffering_ranks()
         found: list[tuple[int, str]] = []
         for first in self.launcher.first_failures():
             if first.local_rank is None or first.exitcode is None or first.exitcode <= 0:
@@ -404,12 +408,12 @@ class InitiatorFinder:
             return only, f"rank {only} is the only child that exited with an error code"
         return None, ""
 
-    def _suffering(self) -> RankSet:
+    def suffering_ranks(self) -> RankSet:
         """Ranks that printed what they suffered (a lost peer, a timeout)."""
         out = RankSet()
         for u in self.col.units:
             if u.role is Role.SYMPTOM and not u.line.quoted:
-                rank = self._event_rank(u)
+                rank = self.event_rank(u)
                 if rank is not None:
                     out.add(rank)
         out |= grouped_ranks(self.col, lambda e: True)
@@ -441,9 +445,12 @@ class InitiatorFinder:
         named = self._named_culprit(symptoms)
         if named is not None:
             return named
+        waiting = self._left_waiting(symptoms)
+        if waiting is not None:
+            return waiting
         suffered: dict[int, Event] = {}
         for event in symptoms:
-            rank = self._event_rank(event)
+            rank = self.event_rank(event)
             if rank is not None and rank not in suffered:
                 suffered[rank] = event
         timeouts = {r: e for r, e in suffered.items() if e.rule == TIMEOUT_RULE}
@@ -495,6 +502,47 @@ class InitiatorFinder:
                                  + f" ({first_symptom.rule}); the log does not show "
                                  f"which rank stopped first" + (f"; candidates: {absent.text()}" if absent else ""))
 
+    LEFT_WAITING = "left waiting by peers that finished"
+
+    def _left_waiting(self, symptoms: list[Event]) -> Verdict | None:
+        """One rank lost its peers' connections, and its node's launcher accounts for every other worker as
+        alive until the teardown that rank's own failure started (SIGTERMed by the agent): no worker
+        crashed, so the peers that closed the connections had finished and exited cleanly (a worker that
+        exits 0 is not in the failure table). The rank left in a collective the others never called was
+        out of step with them: an extra or a different collective (uneven batches, rank-dependent code).
+        A peer exiting is what a rank suffers; a SIGTERMed rank had not exited, so it is not that peer.
+        Only on one node, where the table lists every worker that failed."""
+        if any(e.rule != PEER_EXITED_RULE for e in symptoms) or len(self.launcher.agents) != 1:
+            return None
+        ranks = {self.event_rank(e) for e in symptoms}
+        if len(ranks) != 1 or None in ranks:
+            return None
+        (rank,) = ranks
+        assert rank is not None
+        survivors = self._survivor_ranks()
+        own_exit = False
+        for child in self.launcher.exits:
+            child_rank = child.rank if child.rank is not None else (
+                None if child.local_rank is None else self.global_rank(child.agent, child.local_rank))
+            if child_rank == rank:
+                own_exit = own_exit or (child.exitcode is not None and child.exitcode > 0)
+            elif child.root_cause:
+                return None  # the launcher saw another worker fail first
+            elif child_rank is None or child_rank not in survivors or child.exitcode != -signal.SIGTERM:
+                return None
+        (agent,) = self.launcher.agents
+        world, nproc = self.launcher.world_size, self.launcher.nproc.get(agent)
+        if not own_exit or not survivors or (world is not None and nproc is not None and world > nproc):
+            return None
+        event = min(symptoms, key=lambda e: e.order)
+        killed = ", ".join(str(r) for r in sorted(survivors))
+        return Verdict(rank=rank, cause=event, rule=MISMATCH_RULE, decided_by=self.LEFT_WAITING,
+                       reasons=[f"rank {rank} lost its peers' connections (line {event.line.number}) and exited "
+                                f"with an error; the launcher SIGTERMed rank(s) {killed} only afterwards and "
+                                f"reports no other worker failing: the peers it waited for had finished and "
+                                f"exited, so rank {rank} was in a collective they never called"],
+                       candidates=[(-1, STALLED_RULE, "a worker of another node, not in this log, exited first")])
+
     def _named_culprit(self, symptoms: list[Event]) -> Verdict | None:
         """Desync reports, flight-recorder analyses and NCCL peers that name the rank others wait for."""
         peers: Counter[int] = Counter()
@@ -505,7 +553,7 @@ class InitiatorFinder:
                 continue
             rank = int(peer)
             if event.fields.get("peer_is_local") or "localRank" in event.line.text:
-                rank = self.global_rank(self._agent_of(event), rank) or rank
+                rank = self.global_rank(self.agent_of_event(event), rank) or rank
             peers[rank] += 1
             sample.setdefault(rank, event)
         if len(peers) == 1:
@@ -527,7 +575,7 @@ class InitiatorFinder:
         if not exits:
             return None
         code = exits[0].exitcode
-        report = next((u for u in self.col.units if u.role is Role.CONTEXT and self._event_rank(u) == rank), None)
+        report = next((u for u in self.col.units if u.role is Role.CONTEXT and self.event_rank(u) == rank), None)
         reasons = [f"ranks {victims} report {first_symptom.rule}, while rank {rank} printed no error and its "
                    f"launcher reports exit status {code} (not a signal): it left the job on its own"]
         mapped = self._mapping_reason(report) if report is not None else ""
@@ -704,7 +752,7 @@ class HostEvidence:
         event = self._earliest(evidence)
         host = host_of(event) or ""
         on_host = self.ranks_on(host)
-        printed_by = self.finder._event_rank(event)
+        printed_by = self.finder.event_rank(event)
         by_pid = self._rank_of_pid(event, on_host)
         rank: int | None
         if printed_by is not None:
@@ -723,7 +771,7 @@ class HostEvidence:
         reasons = [f"host {host} reported {event.rule}{where}: {event.line.text.strip()[:160]}"]
         if on_host:
             reasons.append(f"ranks on {host}: {ranks_text(on_host)}" + (f"; {how}" if how else ""))
-        later = sorted({r for e in causes if e is not event and (r := self.finder._event_rank(e)) is not None
+        later = sorted({r for e in causes if e is not event and (r := self.finder.event_rank(e)) is not None
                         and r not in on_host})
         if later:
             reasons.append(f"failures of rank(s) {ranks_text(later)} on other hosts are consequences of the "
@@ -775,15 +823,15 @@ class HostEvidence:
             return on_host[0], f"rank {on_host[0]} is the only rank on it"
         if not on_host:
             return None, ""
-        own = [e for e in causes if not is_host_level(e) and self.finder._event_rank(e) in on_host]
+        own = [e for e in causes if not is_host_level(e) and self.finder.event_rank(e) in on_host]
         if own:
             first = min(own, key=lambda e: e.order)
-            rank = self.finder._event_rank(first)
+            rank = self.finder.event_rank(first)
             return rank, f"rank {rank} is the first of them with a failure of its own ({first.rule}, line {first.line.number})"
         exited = self._exited_on_its_own(on_host)
         if exited is not None:
             return exited
-        suffered = RankSet(r for u in units if u.role is Role.SYMPTOM and (r := self.finder._event_rank(u)) is not None)
+        suffered = RankSet(r for u in units if u.role is Role.SYMPTOM and (r := self.finder.event_rank(u)) is not None)
         suffered |= grouped_ranks(self.finder.col, lambda e: True)
         silent = [r for r in on_host if r not in suffered]
         if len(silent) == 1 and len(on_host) > 1:
@@ -799,7 +847,7 @@ class HostEvidence:
         SIGTERM. So the agents' first observed failures on this host name the rank the hardware error
         reached first; only one such rank decides (two would be two exits the agents did not order)."""
         launcher = self.finder.launcher
-        suffering = self.finder._suffering()
+        suffering = self.finder.suffering_ranks()
         found: dict[int, str] = {}
         for first in launcher.first_failures():
             where = first.host or first.agent
@@ -873,7 +921,7 @@ def collateral_by_rank(collected: Collected, verdict: Verdict, finder: Initiator
     out = CollateralRanks()
     by_rank = out.by_rank
     for event in collected.units:
-        rank = finder._event_rank(event)
+        rank = finder.event_rank(event)
         if rank is None or rank == verdict.rank or event.role is Role.CONTEXT:
             continue
         if event.role is Role.CAUSE and event.severity is not Severity.ERROR:

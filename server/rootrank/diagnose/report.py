@@ -187,7 +187,7 @@ def _timeline(collected: Collected, finder: InitiatorFinder) -> tuple[TimelineIt
     for event in sorted(collected.units, key=lambda e: e.order):
         if event.line.quoted and event.role is not Role.CAUSE:
             continue
-        rank = finder._event_rank(event)
+        rank = finder.event_rank(event)
         if per_rank.get(rank, 0) >= MAX_TIMELINE_PER_RANK:
             continue
         per_rank[rank] = per_rank.get(rank, 0) + 1
