@@ -420,3 +420,29 @@ def test_a_peer_that_exited_with_an_error_is_not_left_waiting() -> None:
     # The table's other worker exited with its own error, not the agent's SIGTERM: it may be the peer that left.
     d = diagnose_text(_one_node_teardown(sigterm_rank=0, sigterm_exit=1, failed_rank=1, failed_exit=1))
     assert d.root_cause is None or d.root_cause.rule != "distributed.collective-mismatch"
+
+
+def _dump_request(rank: int, detector: int, enqueued: int, completed: int) -> str:
+    # torch >= 2.5 (ProcessGroupNCCL::getNCCLWatchdogTimeoutErrorMsg), as a public report printed it.
+    return (f"[rank{rank}]:[E703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank "
+            f"{rank}] Received a dump signal due to a collective timeout from  rank {detector} and we will try our "
+            f"best to dump the debug info. Last enqueued NCCL work: {enqueued}, last completed NCCL work: "
+            f"{completed}.This is most likely caused by incorrect usages of collectives, e.g., wrong sizes used "
+            f"across ranks, the order of collectives is not same for all ranks or the scheduled collective, for some "
+            f"reason, didn't run.")
+
+
+def test_a_rank_whose_dump_report_shows_nothing_in_flight_is_the_one_the_others_wait_for() -> None:
+    lines = [watchdog(7, seq=56117), watchdog(5, seq=56117), _dump_request(6, 7, 56116, 56116),
+             _dump_request(4, 7, 56117, 56116)]
+    d = diagnose_text("\n".join(lines))
+    assert d.root_cause is not None
+    assert (d.root_cause.rule, d.root_cause.rank) == ("distributed.rank-stalled", 6)
+    assert "every collective it enqueued completed" in d.root_cause.why
+    assert d.root_cause.confidence is not None and d.root_cause.confidence.rank.level == "medium"
+
+
+def test_a_dump_report_with_work_in_flight_is_a_rank_that_waits() -> None:
+    d = diagnose_text(_dump_request(0, 13, 1261, 1259))
+    assert d.root_cause is not None
+    assert (d.root_cause.rule, d.root_cause.rank) == ("distributed.collective-timeout", None)

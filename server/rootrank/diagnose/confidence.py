@@ -156,6 +156,9 @@ class Assessor:
                                        "rank's timeout too, may just be cut off")
             return Sureness("medium", "the one rank that printed no timeout; a rank whose output is missing "
                                       "from the log looks the same")
+        if how == InitiatorFinder.IDLE:
+            return Sureness("medium", "its own progress report shows no collective in flight while the others "
+                                      "timed out in one")
         if how == InitiatorFinder.LEFT_WAITING:
             return Sureness("medium", "the one rank still in a collective when the others had exited cleanly; a "
                                       "worker of another node that exited first would look the same")

@@ -134,7 +134,8 @@ class InitiatorFinder:
             return self._local_to_global(event, event.line.local_rank)
         return None
 
-    def _survivor_ranks(self) -> set[int]:
+    def survivor_ranks(self) -> set[int]:
+        """Global ranks of the workers the launcher SIGTERMed when it tore the group down."""
         ranks = {self.global_rank(agent, lr) for agent, lr in self.launcher.survivors()}
         return {r for r in ranks if r is not None}
 
@@ -430,7 +431,7 @@ class InitiatorFinder:
         rank = self.global_rank(first.agent, first.local_rank)
         if rank is None or rank == verdict.rank or rank in self.col.ranks_seen or rank in ranked:
             return
-        if verdict.rank not in self._survivor_ranks():
+        if verdict.rank not in self.survivor_ranks():
             return
         verdict.reasons = [
             f"the launcher saw local rank {first.local_rank} (pid {first.pid}) exit first with code {first.exitcode}, "
@@ -451,21 +452,22 @@ class InitiatorFinder:
         suffered: dict[int, Event] = {}
         for event in symptoms:
             rank = self.event_rank(event)
-            if rank is not None and rank not in suffered:
+            if rank is not None and rank not in suffered and not _idle(event):
                 suffered[rank] = event
         timeouts = {r: e for r, e in suffered.items() if e.rule == TIMEOUT_RULE}
         odd = self._odd_one_out(timeouts)
         if odd is not None:
             return odd
-        first_symptom = min(symptoms, key=lambda e: e.order)
+        first_symptom = min([e for e in symptoms if not _idle(e)] or symptoms, key=lambda e: e.order)
         world = self._world()
-        grouped = grouped_ranks(self.col, lambda e: e.severity is Severity.ERROR and not self.amp_warmup(e))
+        grouped = grouped_ranks(self.col, lambda e: e.severity is Severity.ERROR and not self.amp_warmup(e)
+                                and not _idle(e))
         suffered_ranks = RankSet(suffered)
         suffered_ranks |= grouped
         absent = world - suffered_ranks
         # A rank the launcher was still to SIGTERM at teardown was alive when the others failed: it neither
         # stalled nor left first (when every absent rank was, the set stays as it is).
-        absent = (absent - RankSet(self._survivor_ranks())) or absent
+        absent = (absent - RankSet(self.survivor_ranks())) or absent
         missing = list(itertools.islice(absent, MAX_CANDIDATES + 1))  # all of them when few; then only tested
         victims = suffered_ranks.text()
         if len(absent) == 1:
@@ -473,6 +475,13 @@ class InitiatorFinder:
             exited = self._silent_exit(rank, first_symptom, victims)
             if exited is not None:
                 return exited
+            idle = next((e for e in symptoms if _idle(e) and self.event_rank(e) == rank), None)
+            if idle is not None:
+                return Verdict(rank=rank, cause=first_symptom, rule=STALLED_RULE, decided_by=self.IDLE,
+                               reasons=[f"ranks {victims} report {first_symptom.rule} while rank {rank}'s own "
+                                        f"report (line {idle.line.number}) shows every collective it enqueued "
+                                        f"completed (#{idle.fields['last_completed']}): it never reached the "
+                                        f"collective the others wait in"])
             return Verdict(rank=rank, cause=first_symptom, rule=STALLED_RULE, decided_by="missing from the timeouts",
                            reasons=[f"ranks {victims} report {first_symptom.rule} while rank {rank} reports no timeout and "
                                     f"no error: it never reached the collective the others wait in"])
@@ -503,6 +512,7 @@ class InitiatorFinder:
                                  f"which rank stopped first" + (f"; candidates: {absent.text()}" if absent else ""))
 
     LEFT_WAITING = "left waiting by peers that finished"
+    IDLE = "no collective in flight while the others timed out"
 
     def _left_waiting(self, symptoms: list[Event]) -> Verdict | None:
         """One rank lost its peers' connections, and its node's launcher accounts for every other worker as
@@ -519,7 +529,7 @@ class InitiatorFinder:
             return None
         (rank,) = ranks
         assert rank is not None
-        survivors = self._survivor_ranks()
+        survivors = self.survivor_ranks()
         own_exit = False
         for child in self.launcher.exits:
             child_rank = child.rank if child.rank is not None else (
@@ -625,6 +635,14 @@ class InitiatorFinder:
         return Verdict(rank=rank, cause=timeouts[rank], rule=STALLED_RULE, decided_by="behind in sequence numbers",
                        reasons=[f"rank {rank} last completed collective #{lowest}, behind the others "
                                 f"({', '.join(f'rank {r}: #{v}' for r, v in sorted(completed.items()) if r != rank)})"])
+
+
+def _idle(event: Event) -> bool:
+    """A rank that reports its process group's progress with every collective it enqueued completed (the
+    dump request a peer's timeout sends every rank): it waits in no collective, so it suffered nothing;
+    it may be the rank that never reached the one the others wait in."""
+    enqueued, completed = event.fields.get("last_enqueued"), event.fields.get("last_completed")
+    return enqueued is not None and enqueued == completed
 
 
 def _ends_line(event: Event, key: str) -> bool:
@@ -891,18 +909,23 @@ class CollateralRanks:
         return list(itertools.islice(heapq.merge(*streams, key=lambda item: item[0]), count))
 
     def events(self) -> Iterator[Event]:
-        """What was suffered, one event a rank for the ranks met one by one, then one a group (lazily: the
-        report reads the first few of what may be a million)."""
-        return itertools.chain(self.by_rank.values(), (event for _, event in self.groups))
+        """What was suffered, one event a rank for the ranks met one by one, then one a group, then the
+        launcher's word for the ranks that printed nothing of their own (lazily: the report reads the
+        first few of what may be a million)."""
+        # In the order the log showed them: a rank's place in by_rank is where its first event was.
+        own = sorted((e for e in self.by_rank.values() if e.role is not Role.CONTEXT), key=lambda e: e.order)
+        launcher = (e for e in self.by_rank.values() if e.role is Role.CONTEXT)
+        return itertools.chain(own, (event for _, event in self.groups), launcher)
 
     @functools.cached_property
     def by_rule(self) -> dict[str, tuple[RankSet, Event]]:
-        """The ranks that suffered each entry, with the first event of it, in the order of those events
-        (worked out once: the report's ranges and its reasons both read it)."""
+        """The ranks that suffered each entry, with the first event of it, in the order of those events,
+        the launcher's word for ranks that printed nothing last (worked out once: the report's ranges and
+        its reasons both read it)."""
         out: dict[str, tuple[RankSet, Event]] = {}
         entries: list[tuple[Event, Iterable[int]]] = [(event, (rank,)) for rank, event in self.by_rank.items()]
         entries += [(event, ranks) for ranks, event in self.groups]
-        for event, ranks in sorted(entries, key=lambda pair: pair[0].order):
+        for event, ranks in sorted(entries, key=lambda pair: (pair[0].role is Role.CONTEXT, pair[0].order)):
             held = out.get(event.rule)
             if held is None:
                 out[event.rule] = (RankSet(ranks), event)
@@ -914,15 +937,20 @@ class CollateralRanks:
 def collateral_by_rank(collected: Collected, verdict: Verdict, finder: InitiatorFinder) -> CollateralRanks:
     """For every other rank, the first thing it suffered (or raised)."""
     def preference(event: Event) -> tuple[int, int, int]:
-        # What a rank suffered says more than its warnings; its own lines more than a launcher's echo.
-        role = 2 if event.role is Role.SYMPTOM else 1 if event.severity is Severity.ERROR else 0
+        # What a rank suffered says more than its warnings; its own lines more than a launcher's echo; a
+        # launcher's account of a child least.
+        role = (-1 if event.role is Role.CONTEXT else 2 if event.role is Role.SYMPTOM
+                else 1 if event.severity is Severity.ERROR else 0)
         return role, 0 if event.line.quoted else 1, -event.order
 
     out = CollateralRanks()
     by_rank = out.by_rank
+    # A worker the launcher SIGTERMed at teardown was still alive when another failed: collateral even when
+    # it printed nothing of its own (the launcher's table is then all the log holds of it).
+    torn_down = finder.survivor_ranks() if verdict.rank is not None else set()
     for event in collected.units:
         rank = finder.event_rank(event)
-        if rank is None or rank == verdict.rank or event.role is Role.CONTEXT:
+        if rank is None or rank == verdict.rank or (event.role is Role.CONTEXT and rank not in torn_down):
             continue
         if event.role is Role.CAUSE and event.severity is not Severity.ERROR:
             continue

@@ -147,14 +147,22 @@ def _evidence(verdict: Verdict, collateral: CollateralRanks) -> tuple[Evidence, 
     return tuple(items)
 
 
+def _suffered(library: Library, event: Event) -> str:
+    """What a collateral rank went through: its entry's title; for a rank known only from the launcher's
+    table (it printed nothing of its own), that the launcher stopped it."""
+    if event.role is Role.CONTEXT:
+        return "stopped by the launcher's teardown (in its failure table; nothing of their own in the log)"
+    return _title(library, event.rule)
+
+
 def _why(verdict: Verdict, collateral: CollateralRanks, library: Library) -> str:
     parts = list(verdict.reasons)
     if verdict.undecided:
         parts.append(verdict.undecided)
     if collateral:
         by_rule = collateral.by_rule
-        suffered = "; ".join(f"rank(s) {ranks.text()}: {_title(library, rule)}"
-                             for rule, (ranks, _) in sorted(by_rule.items(), key=lambda kv: kv[1][0].first() or 0))
+        suffered = "; ".join(f"rank(s) {ranks.text()}: {_suffered(library, event)}"
+                             for _, (ranks, event) in sorted(by_rule.items(), key=lambda kv: kv[1][0].first() or 0))
         parts.append(f"then {suffered}")
     text = "; ".join(parts)
     return text[:1].upper() + text[1:] + ("." if text and not text.endswith(".") else "")
