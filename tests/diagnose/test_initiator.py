@@ -446,3 +446,15 @@ def test_a_dump_report_with_work_in_flight_is_a_rank_that_waits() -> None:
     d = diagnose_text(_dump_request(0, 13, 1261, 1259))
     assert d.root_cause is not None
     assert (d.root_cause.rule, d.root_cause.rank) == ("distributed.collective-timeout", None)
+
+
+def test_an_error_an_application_logged_as_a_warning_did_not_stop_the_run() -> None:
+    # ms-swift logs the IndexError it caught ("[%(levelname)s:%(name)s]"), then a CUDA assert ends the run.
+    warned = ("[WARNING:swift] IndexError occurs in the _extend_tokens function: index 1 is out of bounds for "
+              "dimension 0 with size 1.")
+    assert_line = ("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:400: masked_scatter_size_check: block: [0,0,0], "
+                   "thread: [0,0,0] Assertion `totalElements <= srcSize` failed.")
+    d = diagnose_text("\n".join([warned, assert_line]))
+    assert d.root_cause is not None and d.root_cause.rule == "data.device-side-assert"
+    alone = diagnose_text(warned)
+    assert alone.root_cause is None or alone.root_cause.severity.value != "error"

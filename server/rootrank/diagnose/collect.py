@@ -31,6 +31,7 @@ KEEP_BLOCKS_PER_RANK_AND_RULE = 64
 MAX_PARKED_BLOCKS = 4096
 KEPT_LINE_CHARS = 4096  # of an event's line (evidence shows at most 2000)
 KEPT_FIELD_CHARS = 1000  # of a captured field (they fill fix texts and messages)
+INTERRUPTED_RULE = "process.interrupted"  # its events keep the innermost frame of their traceback
 FULL_PER_SIGNATURE = 64  # ranks kept as whole events per symptom signature; the others as bits (RankGroup)
 MAX_PIDS = 1 << 16  # pids mapped to ranks (see Collected.pid_ranks)
 MAX_SIGNATURES = 4096  # signatures followed at once: lines that differ per rank (a pid, a host) are not grouped
@@ -41,6 +42,10 @@ _STACK_DIGITS = digit_classes(stacks.REGEXES)
 # Python's warnings module prints `path:lineno: Category: message` (warnings.formatwarning; torch's
 # TORCH_WARN comes out the same way): the process said it goes on, so what it says is not an error.
 _PYTHON_WARNING = re.compile(r":\d+: [A-Z]\w{0,40}Warning: ")
+# A Python logging record at WARNING level of an application's logger: `[WARNING:swift] ...` (ms-swift),
+# `2024-05-01 10:00:00 - trainer - WARNING - ...`, loguru's `| WARNING  | ...`: the program logged what it caught
+# and went on. torch's own loggers are left out: torchrun's agent logs its report of a failed child this way.
+_LOGGED_WARNING = re.compile(r"\[WARNING:(?!torch)[\w.-]{1,64}\]|\s-\s(?!torch)[\w.-]{1,64}\s-\sWARNING\s-\s|\|\sWARNING\s{1,4}\|")
 ROLE_WEIGHT = {Role.CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
 
 
@@ -115,6 +120,7 @@ class EventCollector:
         self._kept_blocks: dict[tuple[str, int | None], int] = defaultdict(int)
         self._parked: deque[object] = deque()  # blocks past their cap, latest last
         self._block_op: dict[int, str] = {}
+        self._innermost: dict[int, str] = {}  # open traceback block -> its last `File "..."` line so far
         self.ignored_blocks: set[int] = set()  # shared with the traceback grouper
         self._order = 0
         self._signatures: dict[tuple[object, ...], int | RankGroup] = {}  # -> ranks kept whole, then the group
@@ -146,6 +152,8 @@ class EventCollector:
                 out.stacks |= self._stacks_in.shaped(line.raw, shape)
             else:
                 out.stacks |= self._stacks_in(line.raw)
+        if line.block and 'File "' in line.text and line.text.lstrip().startswith('File "'):
+            self._innermost[line.block] = line.text.strip()[:KEPT_FIELD_CHARS]
         if line.block and "distributed_c10d.py" in line.text:
             m = _C10D_FRAME.search(line.text)
             if m and m["op"] not in _C10D_SKIP:
@@ -168,8 +176,13 @@ class EventCollector:
             fields = {k: v[:KEPT_FIELD_CHARS] for k, v in fields.items()}
         if line.block in self._block_op and "optype" not in fields and entry.role is Role.SYMPTOM:
             fields = {**fields, "optype": self._block_op[line.block]}
+        if entry.id == INTERRUPTED_RULE and line.block in self._innermost:
+            # Where the process was when it was interrupted: the evidence of a hang someone stopped.
+            fields = {**fields, "innermost": self._innermost[line.block]}
         severity = entry.severity
-        if severity is Severity.ERROR and "Warning: " in line.text and _PYTHON_WARNING.search(line.text):
+        if severity is Severity.ERROR and (pattern in entry.healthy_too
+                                           or ("Warning: " in line.text and _PYTHON_WARNING.search(line.text))
+                                           or ("WARNING" in line.text and _LOGGED_WARNING.search(line.text))):
             severity = Severity.WARNING
         event = Event(rule=entry.id, role=entry.role, severity=severity, line=line, fields=fields,
                       pattern=pattern, order=order)
@@ -254,6 +267,7 @@ class EventCollector:
         RankGroup, as a stand-alone line does in `settle` (a million ranks' tracebacks cost bits). Its place
         in `units` is a hole until `compact` (called before anyone reads the units)."""
         self._block_op.pop(block, None)
+        self._innermost.pop(block, None)
         event = self._blocks.pop(block, None)
         index = self._block_index.pop(block, None)
         if event is None or index is None or block in self.ignored_blocks or not self._joins_group(event):

@@ -156,6 +156,9 @@ class Assessor:
                                        "rank's timeout too, may just be cut off")
             return Sureness("medium", "the one rank that printed no timeout; a rank whose output is missing "
                                       "from the log looks the same")
+        if how == InitiatorFinder.NOT_WAITING:
+            return Sureness("medium", "where each rank was when it was interrupted: it was outside torch, the "
+                                      "others waited in torch or only suffered")
         if how == InitiatorFinder.IDLE:
             return Sureness("medium", "its own progress report shows no collective in flight while the others "
                                       "timed out in one")

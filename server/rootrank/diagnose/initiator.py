@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from rootrank.diagnose.collect import Collected, grouped_ranks, is_error_cause, is_frame_line
+from rootrank.diagnose.collect import INTERRUPTED_RULE, Collected, grouped_ranks, is_error_cause, is_frame_line
 from rootrank.diagnose.launcher import LauncherReport, agent_of
 from rootrank.model import Event, Role, Severity, ranks_text
 from rootrank.ranks import RankSet
@@ -35,6 +35,9 @@ TIMEOUT_RULE = "distributed.collective-timeout"
 HOST_KILL_RULE = "memory.host-oom-kill"
 SIGNAL_RULE = "process.killed-signal"
 EXITED_RULE = "process.exited-nonzero"
+NCCL_ERROR_RULE = "distributed.nccl-error"
+# A traceback frame inside torch's communication or backward pass: a rank stopped there waited for the others.
+_WAITING_FRAME = re.compile(r"torch[/\\](?:distributed|autograd|nn[/\\]parallel|_tensor\.py)|c10d")
 GENERIC_RULE = "process.uncaught-exception"  # any exception, named by no entry of its own
 CAUSE_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"}
 NAN_RULE = "numerics.nan-loss"
@@ -248,6 +251,9 @@ class InitiatorFinder:
         explained = self._own_output_of_exit(causes, ranked)
         if explained is not None:
             return explained
+        elsewhere = self._not_waiting_when_interrupted(causes, ranked)
+        if elsewhere is not None:
+            return elsewhere
         if not ranked:
             event = _stated(by_rank[None], causes)
             rank, how = self._rank_from_launcher()
@@ -513,6 +519,7 @@ class InitiatorFinder:
 
     LEFT_WAITING = "left waiting by peers that finished"
     IDLE = "no collective in flight while the others timed out"
+    NOT_WAITING = "the one rank not waiting in torch when interrupted"
 
     def _left_waiting(self, symptoms: list[Event]) -> Verdict | None:
         """One rank lost its peers' connections, and its node's launcher accounts for every other worker as
@@ -553,6 +560,31 @@ class InitiatorFinder:
                                 f"exited, so rank {rank} was in a collective they never called"],
                        candidates=[(-1, STALLED_RULE, "a worker of another node, not in this log, exited first")])
 
+    def _not_waiting_when_interrupted(self, causes: list[Event], ranked: dict[int, Event]) -> Verdict | None:
+        """A run someone interrupted (Ctrl-C on a hang): each rank's traceback ends where it was. The ranks
+        inside torch's communication or autograd were waiting in a collective; the one rank that was
+        elsewhere (a data read, a save, a sleep) is the rank they waited for."""
+        if not ranked or any(e.rule != INTERRUPTED_RULE for e in causes):
+            return None
+        where = {r: e.fields.get("innermost", "") for r, e in ranked.items()}
+        if not all(where.values()):
+            return None
+        elsewhere = [r for r, frame in where.items() if not _WAITING_FRAME.search(frame)]
+        if len(elsewhere) != 1:
+            return None
+        rank = elsewhere[0]
+        waiting = sorted(r for r in where if r != rank)
+        # Ranks that printed what they suffered (a peer gone as the interrupted ones exited) were not stopped
+        # elsewhere either.
+        suffered = sorted(r for r in self.suffering_ranks() if r != rank and r not in where)
+        if not waiting and not suffered:
+            return None
+        others = (f"rank(s) {', '.join(map(str, waiting))} waited inside torch ({where[waiting[0]]})" if waiting
+                  else f"rank(s) {', '.join(map(str, suffered[:8]))} only suffered")
+        return Verdict(rank=rank, cause=ranked[rank], rule=INTERRUPTED_RULE, decided_by=self.NOT_WAITING,
+                       reasons=[f"when the run was interrupted, rank {rank} was in {where[rank]} while {others}: "
+                                f"rank {rank} is where the run hung"])
+
     def _named_culprit(self, symptoms: list[Event]) -> Verdict | None:
         """Desync reports, flight-recorder analyses and NCCL peers that name the rank others wait for."""
         peers: Counter[int] = Counter()
@@ -563,7 +595,10 @@ class InitiatorFinder:
                 continue
             rank = int(peer)
             if event.fields.get("peer_is_local") or "localRank" in event.line.text:
-                rank = self.global_rank(self.agent_of_event(event), rank) or rank
+                mapped = self.global_rank(self.agent_of_event(event), rank)
+                if mapped is None and len(self.launcher.agents) > 1:
+                    continue  # a local rank of a node the log does not map: no global rank to name
+                rank = rank if mapped is None else mapped
             peers[rank] += 1
             sample.setdefault(rank, event)
         if len(peers) == 1:
@@ -699,6 +734,11 @@ def _unexplained(causes: list[Event]) -> list[Event]:
     a process that only lost what was killed (a Ray Tune `TuneError`, a `ChildProcessError`)."""
     if any(e.rule in MEMORY_KILLS for e in causes):
         causes = [e for e in causes if e.rule != GENERIC_RULE] or causes
+    if any(e.rule != NCCL_ERROR_RULE and "NCCL WARN" in e.line.text for e in causes):
+        # NCCL's error code ("internal error", "unhandled cuda error") is what its own WARN lines explain:
+        # a CUDA allocation that failed, an IB completion error (printed with NCCL_DEBUG, wherever the paste
+        # put them).
+        causes = [e for e in causes if e.rule != NCCL_ERROR_RULE] or causes
     killed = {e.fields["pid"] for e in causes if e.rule in OOM_KILLERS and e.fields.get("pid")}
     if not killed:
         return causes

@@ -24,6 +24,8 @@ from rootrank.model import LogLine
 # torch.multiprocessing.spawn re-raises a child's exception with its traceback after this line: N is the
 # process index, the rank on a single node (detectron2 and Lightning launch this way).
 _SPAWN_CHILD = re.compile(r"^-- Process (?P<index>\d{1,6}) terminated with the following error:")
+# torchrun's own traceback: its entry point, its main, the elastic agent and launcher.
+_LAUNCHER_FRAME = re.compile(r'^\s*File "[^"]*(?:[/\\]bin[/\\]torchrun|torch[/\\]distributed[/\\](?:run\.py|launcher[/\\]|elastic[/\\]))')
 ADOPT_WINDOW = 3  # lines between a rank-tagged record and the unprefixed traceback it printed
 RECENT_BLOCKS = 4096  # traceback blocks followed at once by the rank adoption
 
@@ -49,9 +51,14 @@ class RankAdoption:
         if m:
             self._last[source] = (number, int(m["index"]), None)
 
-    def block_rank(self, source: str, number: int, block: int) -> tuple[int, float | None] | None:
-        """The adopted (rank, time) of an unprefixed line's traceback block, if any."""
+    def block_rank(self, source: str, number: int, block: int, text: str = "") -> tuple[int, float | None] | None:
+        """The adopted (rank, time) of an unprefixed line's traceback block, if any. A frame of the launcher's
+        own code (torchrun's traceback, printed right after the workers' last lines) takes the adoption back:
+        that traceback is the launcher's, not the rank's."""
         if not block:
+            return None
+        if block in self._blocks and _LAUNCHER_FRAME.search(text):
+            del self._blocks[block]
             return None
         if block not in self._seen_blocks:
             if len(self._seen_blocks) >= 2 * RECENT_BLOCKS:
@@ -227,7 +234,7 @@ class LineScanner:
             elif not quoted and local_rank is None:
                 if text.startswith("-- Process "):
                     self.adoption.spawn_marker(source, number, text)
-                adopted = self.adoption.block_rank(source, number, block)
+                adopted = self.adoption.block_rank(source, number, block, text)
                 if adopted is not None:
                     rank = adopted[0] if rank is None else rank
                     time = adopted[1] if time is None else time

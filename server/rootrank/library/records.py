@@ -32,6 +32,9 @@ class LogPattern:
     # Other failures print this very message too: alone (no other pattern of the entry in the log) it names
     # the entry only as the likeliest reading, and this text says what else it can be.
     alone: str = ""
+    # Runs that finish print this message too (NCCL's INFO line when a peer disconnects at exit): its lines
+    # are warnings, and this text says when a healthy run prints it.
+    also_healthy: str = ""
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -80,6 +83,11 @@ class Entry:
     examples_no_match: tuple[str, ...] = ()
     related: tuple[str, ...] = ()
     check: Mapping[str, str] = field(default_factory=dict)
+
+    @functools.cached_property
+    def healthy_too(self) -> frozenset[str]:
+        """The names of its patterns whose message runs that finish print too (`also_healthy`)."""
+        return frozenset(p.name for p in self.patterns if p.also_healthy)
 
     @property
     def verify(self) -> str:

@@ -232,8 +232,13 @@ class EntryValidator:
         if not isinstance(alone, str):
             self.fail(f"{where}.alone", "must be a string (what else prints this message)")
             alone = ""
+        also_healthy = item.get("also_healthy", "")
+        if not isinstance(also_healthy, str):
+            self.fail(f"{where}.also_healthy", "must be a string (when a run that finishes prints this message)")
+            also_healthy = ""
         return LogPattern(entry_id, name, regex_text, literal, ignore_case, str(item["source"]),
-                          str(item["versions"]), str(rank_is), follows, tuple(after), alone.strip())
+                          str(item["versions"]), str(rank_is), follows, tuple(after), alone.strip(),
+                          also_healthy.strip())
 
     def regex_is_usable(self, where: str, regex_text: str, literal: str, ignore_case: bool) -> bool:
         """It compiles, cannot backtrack catastrophically, and every match holds the literal."""
