@@ -23,7 +23,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from rootrank.diagnose.collect import INTERRUPTED_RULE, Collected, grouped_ranks, is_error_cause, is_frame_line
+from rootrank.diagnose.collect import (
+    INTERRUPTED_RULE,
+    Collected,
+    grouped_ranks,
+    is_error_cause,
+    is_frame_line,
+)
 from rootrank.diagnose.launcher import LauncherReport, agent_of
 from rootrank.model import Event, Role, Severity, ranks_text
 from rootrank.ranks import RankSet
