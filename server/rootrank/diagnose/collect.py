@@ -41,6 +41,8 @@ _C10D_SKIP = {"wrapper", "wait", "_wait", "barrier_wrapper"}
 _STACK_DIGITS = digit_classes(stacks.REGEXES)
 # Python's warnings module prints `path:lineno: Category: message` (warnings.formatwarning; torch's
 # TORCH_WARN comes out the same way): the process said it goes on, so what it says is not an error.
+_CHAIN_MARKERS = ("During handling of the above exception, another exception occurred:",
+                  "The above exception was the direct cause of the following exception:")
 _PYTHON_WARNING = re.compile(r":\d+: [A-Z]\w{0,40}Warning: ")
 # A Python logging record at WARNING level of an application's logger: `[WARNING:swift] ...` (ms-swift),
 # `2024-05-01 10:00:00 - trainer - WARNING - ...`, loguru's `| WARNING  | ...`: the program logged what it caught
@@ -85,6 +87,9 @@ class Collected:
     groups: list[RankGroup] = field(default_factory=list)  # symptom lines of many ranks, past the first ones
     lines: int = 0  # physical lines of all sources (set by the pipeline)
     sources: list[str] = field(default_factory=list)
+    # The newest traceback when no event names it: its exception line (or its last frame, where the paste
+    # ends inside the frames) and that line's order; None when an event named that traceback.
+    unexplained_traceback: tuple[LogLine, int] | None = None
 
 
 def grouped_ranks(collected: Collected, keep: Callable[[Event], bool]) -> RankSet:
@@ -121,6 +126,12 @@ class EventCollector:
         self._parked: deque[object] = deque()  # blocks past their cap, latest last
         self._block_op: dict[int, str] = {}
         self._innermost: dict[int, str] = {}  # open traceback block -> its last `File "..."` line so far
+        # The newest traceback block: its last unindented line past the header, its last indented line, and
+        # whether an event named it (Collected.unexplained_traceback).
+        self._tb_block = 0
+        self._tb_statement: tuple[LogLine, int] | None = None
+        self._tb_frame: tuple[LogLine, int] | None = None
+        self._tb_named = False
         self.ignored_blocks: set[int] = set()  # shared with the traceback grouper
         self._order = 0
         self._signatures: dict[tuple[object, ...], int | RankGroup] = {}  # -> ranks kept whole, then the group
@@ -152,6 +163,8 @@ class EventCollector:
                 out.stacks |= self._stacks_in.shaped(line.raw, shape)
             else:
                 out.stacks |= self._stacks_in(line.raw)
+        if line.block:
+            self._follow_traceback(line)
         if line.block and 'File "' in line.text and line.text.lstrip().startswith('File "'):
             self._innermost[line.block] = line.text.strip()[:KEPT_FIELD_CHARS]
         if line.block and "distributed_c10d.py" in line.text:
@@ -160,11 +173,28 @@ class EventCollector:
                 self._block_op[line.block] = m["op"].replace("_", "").upper()
         return self._order
 
+    def _follow_traceback(self, line: LogLine) -> None:
+        if line.block in self.ignored_blocks:
+            return  # "Exception ignored in ...": printed, never raised
+        if line.block != self._tb_block:
+            self._tb_block, self._tb_statement, self._tb_frame, self._tb_named = line.block, None, None, False
+        text = line.text
+        if not text.strip() or self._tb_named:
+            return
+        if text[:1].isspace():
+            if text.lstrip().startswith('File "'):  # the frame, not its source line or ^^^ markers
+                self._tb_frame = (line, self._order)
+        elif "Traceback (most recent call last)" not in text and text.strip() not in _CHAIN_MARKERS:
+            self._tb_statement = (line, self._order)
+        self.out.unexplained_traceback = self._tb_statement or self._tb_frame
+
     def add(self, line: LogLine, order: int, entry: Entry, fields: dict[str, str], pattern: str) -> None:
         if line.block and line.block in self.ignored_blocks and entry.role is Role.CAUSE:
             # Python printed this exception as "Exception ignored in ..." (a __del__ at exit, say): it
             # was never raised, so it cannot have ended the run.
             return
+        if line.block and line.block == self._tb_block and entry.role is not Role.CONTEXT:
+            self._tb_named, self.out.unexplained_traceback = True, None
         rank = line.rank
         if fields.get("rank") is not None and rank is None:
             rank = int(fields["rank"])

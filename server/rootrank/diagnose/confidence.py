@@ -13,6 +13,7 @@ from __future__ import annotations
 from rootrank.diagnose.collect import Collected, is_error_cause
 from rootrank.diagnose.initiator import (
     TIMEOUT_RULE,
+    UNEXPLAINED_TRACEBACK,
     InitiatorFinder,
     Verdict,
     is_launcher_report,
@@ -68,6 +69,9 @@ class Assessor:
                                       "finished (a collective mismatch) is inferred from the launcher's account")
         if verdict.decided_by == "the launcher's exit report only":
             return Sureness("low", "only the launcher's exit status is in the log; the worker's own error is not")
+        if cause.pattern == UNEXPLAINED_TRACEBACK:
+            return Sureness("low", "a traceback whose last line names no known exception (cut off, or a message "
+                                   "without its class): only its frames say where the process failed")
         if cause.role is Role.CONTEXT and cause.severity is Severity.ERROR:
             return Sureness("medium", "a launcher's summary of a failed child: the child's own error is not in the log")
         if cause.severity is not Severity.ERROR and cause.role is Role.SYMPTOM:

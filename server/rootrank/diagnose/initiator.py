@@ -44,7 +44,8 @@ EXITED_RULE = "process.exited-nonzero"
 NCCL_ERROR_RULE = "distributed.nccl-error"
 # A traceback frame inside torch's communication or backward pass: a rank stopped there waited for the others.
 _WAITING_FRAME = re.compile(r"torch[/\\](?:distributed|autograd|nn[/\\]parallel|_tensor\.py)|c10d")
-GENERIC_RULE = "process.uncaught-exception"  # any exception, named by no entry of its own
+GENERIC_RULE = "process.uncaught-exception"
+UNEXPLAINED_TRACEBACK = "unexplained-traceback"  # the pattern name of a traceback no entry names  # any exception, named by no entry of its own
 CAUSE_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"}
 NAN_RULE = "numerics.nan-loss"
 OOM_KILLERS = {"memory.host-oom-kill", "memory.container-oom"}  # entries whose `pid` names a process killed for memory
@@ -219,6 +220,16 @@ class InitiatorFinder:
                            decided_by="only a launcher's summary",
                            undecided="the log holds only the launcher's report that a child process failed; the "
                                      "child's own error (its traceback or signal) is not in it")
+        unexplained = self.col.unexplained_traceback
+        if unexplained is not None:
+            # A traceback no entry names: the paste ends inside its frames, or its exception line is one no
+            # pattern reads (a message without its class). It still ended the process that printed it.
+            line, order = unexplained
+            event = Event(rule=GENERIC_RULE, role=Role.CAUSE, severity=Severity.ERROR, line=line, fields={},
+                          pattern=UNEXPLAINED_TRACEBACK, order=order)
+            return Verdict(rank=self.event_rank(event), cause=event, rule=GENERIC_RULE,
+                           decided_by="single process or no rank prefix" if line.rank is None else "its own traceback",
+                           reasons=[f"a Python traceback whose last line (line {line.number}) no entry names"])
         return Verdict(rank=None, cause=None, rule=None, decided_by="nothing matched")
 
     def _launcher_exit_only(self, units: list[Event]) -> Verdict | None:
@@ -355,7 +366,14 @@ class InitiatorFinder:
             return None
         event = sample[rank]
         voters = sum(votes.values())
-        if not any(e.line.rank is not None for e in sample.values()):
+        # The rank the others name may have printed why itself (it crashed before they gave up on it).
+        own = next((e for e in causes if self.event_rank(e) == rank and e.fields.get("peer") is None
+                    and not e.line.quoted), None)
+        if own is not None:
+            return Verdict(rank=rank, cause=own, rule=own.rule, decided_by="named by the other ranks",
+                           reasons=[f"{count} of {voters} report(s) of {event.rule} name rank {rank} (line "
+                                    f"{event.line.number}), which printed {own.rule} itself (line {own.line.number})"])
+        if not any(e.line.rank is not None or e.fields.get("waiter") for e in sample.values()):
             # No rank printed these: a launcher's or scheduler's line names the rank (srun's `task 0: Out Of
             # Memory`), not the other ranks.
             return Verdict(rank=rank, cause=event, rule=event.rule, decided_by="named by the launcher",
@@ -513,7 +531,7 @@ class InitiatorFinder:
                                     f"evaluation) runs while the others wait"],
                            candidates=candidates)
         candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing[:MAX_CANDIDATES]]
-        if not candidates and suffered_ranks and world == suffered_ranks:
+        if not candidates and suffered_ranks and world == suffered_ranks and first_symptom.rule == TIMEOUT_RULE:
             # No rank but those that suffered is in the log: the silent one is among the lower ranks it lacks.
             unseen = [r for r in range(min(suffered_ranks.last() or 0, MAX_CANDIDATES + 1)) if r not in suffered_ranks]
             candidates = [(r, STALLED_RULE, "not in the log: no timeout of its own shown") for r in unseen]

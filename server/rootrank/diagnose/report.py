@@ -108,7 +108,8 @@ def _root_cause(verdict: Verdict, collected: Collected, collateral: CollateralRa
     if cause is not None and cause.severity is not Severity.ERROR and entry.id == cause.rule:
         severity = cause.severity
     host = verdict.host or (collected.hosts.get(verdict.rank) if verdict.rank is not None else None)
-    if host is None and cause is not None and cause.rank in (verdict.rank, None):
+    if host is None and cause is not None and (cause.rank == verdict.rank
+                                               or (cause.rank is None and "peer" not in cause.fields)):
         host = host_of(cause)
     return RootCause(
         rule=entry.id,

@@ -50,7 +50,10 @@ _RECORD_START = re.compile(
     r"|(?<![\w.-])[\w.-]+:\d+:\d+ \[\d+\] NCCL "  # NCCL's host:pid:tid [device] prefix
     r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b"
     r"|\[(?:rank|default)\d{1,6}\]:"
-    r"|srun: |slurmstepd: )")
+    r"|srun: |slurmstepd: "
+    # What the C/C++ runtime prints when a process dies: libstdc++'s terminate handler, CPython's fatal error,
+    # the shell's report of a signal.
+    r"|terminate called |Fatal Python error: |Segmentation fault|Aborted \(core dumped\))")
 SAME_START = 5  # a next line that starts with this many of its record's first characters is a record
 _CLOSING = frozenset(bytes([c]) for c in b".!?)]}>'\"`")
 _OPENING = frozenset(bytes([c]) for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ[{(<")
