@@ -9,7 +9,6 @@ Lines inside the elastic table are echoes of other processes, so they are marked
 from __future__ import annotations
 
 import re
-import signal
 from dataclasses import dataclass, field
 
 from rootrank.diagnose.formats.timestamps import parse_time
@@ -21,7 +20,6 @@ _FIRST_FAILED = re.compile(
     r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL_RECEIVED = re.compile(r"Signal (?P<num>\d+) \((?P<signal>SIG[A-Z]+)\) received by PID (?P<pid>\d+)")
 _DS_RETURN = re.compile(r"exits with return code = (?P<exitcode>-?\d+)")
-_DS_LOCAL_RANK = re.compile(r"'--local_rank=(?P<local_rank>\d{1,5})'")
 _SRUN = re.compile(r"srun: error: (?P<host>[\w.-]+): tasks? (?P<rank>\d+)(?:-(?P<last>\d+))?: (?P<what>.+)$")
 MAX_SRUN_RANGE = 4096  # tasks of one srun range line recorded one by one
 _SRUN_EXIT = re.compile(r"Exited with exit code (?P<exitcode>\d+)")
@@ -60,7 +58,7 @@ ARM_WINDOW = 50  # lines between "ChildFailedError" and the table's opening rule
 # nor a table rule, nor the "Root Cause" heading, changes nothing but the per-agent bookkeeping.
 _AGENT_SIGNS = ("ChildFailedError", "closing signal", "failed (exitcode", "local_rank:", "srun: error:",
                 "Process name: [[", "Exit code:", "_ranks=[", "group_rank=", "global_world_sizes=", "--node",
-                "--nproc", "orld", "nranks", "MEMBER:", "exits with return code")
+                "--nproc", "orld", "nranks", "MEMBER:")
 
 
 def is_quiet(text: str) -> bool:
@@ -324,17 +322,6 @@ class LauncherParser:
                                               exitcode=int(f["exitcode"]), pid=int(f["pid"]), host=f["host"] or None,
                                               signal=s["signal"] if s else None, root_cause=root, agent=self._agent))
                 return int(f["rank"])
-        if "exits with return code" in text:
-            m = _DS_RETURN.search(text)
-            local = _DS_LOCAL_RANK.search(text, 0, m.start()) if m else None
-            if m and local:
-                # DeepSpeed's launcher echoes the command of the first child it saw fail (its --local_rank) and
-                # that child's return code (a signal's number, negated), then kills the others.
-                code = int(m["exitcode"])
-                report.exits.append(ChildExit(line, source, local_rank=int(local["local_rank"]), exitcode=code,
-                                              signal=_signal_name(-code) if code < 0 else None,
-                                              first_observed=True, agent=self._agent))
-                return None
         if "srun: error:" in text:
             m = _SRUN.search(text)
             if m:
@@ -445,10 +432,3 @@ class LauncherParser:
                 entry.signal = s["signal"]
         return True, entry.rank if entry is not None else None
 
-
-def _signal_name(number: int) -> str | None:
-    """SIGSEGV for 11: the name of a signal a child died of, as the launcher's negative exit code gives it."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return None
