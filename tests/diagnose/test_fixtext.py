@@ -39,3 +39,18 @@ def test_variants_by_stack_field_and_flag() -> None:
     assert variant_applies(flagged, set(), {"fragmented": "true"})
     assert not variant_applies(flagged, set(), {})
     assert variant_applies(field, set(), {"gpu": "0"}) and not variant_applies(field, set(), {})
+
+
+def test_an_oom_on_a_gpu_full_of_other_memory_is_not_called_fragmentation() -> None:
+    from rootrank.diagnose.enrich import enrich
+    # accelerate#1519: 262 MiB reserved by PyTorch on a full 79 GiB GPU (two processes on GPU 0).
+    fields = {"requested": "20.00 MiB", "total": "79.35 GiB", "allocated": "227.85 MiB", "free": "19.69 MiB",
+              "reserved": "262.00 MiB"}
+    flags = enrich("memory.cuda-oom", fields)
+    assert flags.get("held_elsewhere") == "true" and "fragmented" not in flags
+    assert flags["pytorch_held"] == "262.00 MiB"
+    # A GPU PyTorch itself filled, with reserved-but-unallocated blocks bigger than the request: fragmentation.
+    own = {"requested": "2.00 GiB", "total": "79.35 GiB", "allocated": "60.70 GiB", "free": "1.96 GiB",
+           "reserved": "75.00 GiB"}
+    flags = enrich("memory.cuda-oom", own)
+    assert "held_elsewhere" not in flags and flags.get("fragmented") == "true"

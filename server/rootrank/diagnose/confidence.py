@@ -201,6 +201,8 @@ class Assessor:
         if cause.line.rank is None:
             agent = self.finder.agent_of_event(cause)
             local = cause.fields.get("local_rank")
+            if local is None and cause.line.local_rank is not None:
+                local = str(cause.line.local_rank)  # a prefix's local rank (`[gpu187:0]:`, `[default3]:`)
             mapped = ""
             if local is not None and local.isdigit():
                 _, mapped = self.finder.launcher.global_rank_how(agent, int(local))

@@ -15,6 +15,7 @@ ENRICHERS: dict[str, Enricher] = {}
 
 # Starts only where no digit precedes (a run of digits is one start, not one per digit).
 _SIZE = re.compile(r"(?<![\d.])(?P<value>\d{1,20}(?:\.\d{1,20})?)[ \t]{0,4}(?P<unit>[KMGTP]?i?B|bytes)", re.IGNORECASE)
+HELD_ELSEWHERE_SHARE = 0.25  # PyTorch's share of a full GPU below which the rest is someone else's
 _UNIT = {"b": 1, "bytes": 1, "kib": 2**10, "kb": 10**3, "mib": 2**20, "mb": 10**6, "gib": 2**30, "gb": 10**9,
          "tib": 2**40, "tb": 10**12, "pib": 2**50, "pb": 10**15}
 
@@ -58,6 +59,16 @@ def _cuda_oom(fields: dict[str, str]) -> dict[str, str]:
         if reserved is not None and allocated is not None:
             unallocated = max(reserved - allocated, 0.0)
             out["reserved_unallocated"] = format_size(unallocated)
+    total, free = size_in_bytes(fields.get("total")), size_in_bytes(fields.get("free"))
+    held = size_in_bytes(fields.get("reserved"))
+    if held is None and unallocated is not None and size_in_bytes(fields.get("allocated")) is not None:
+        held = (size_in_bytes(fields.get("allocated")) or 0.0) + unallocated
+    if (total and held is not None and free is not None and requested is not None
+            and held < HELD_ELSEWHERE_SHARE * total and free < requested + 2**30):
+        # The GPU is full, but not of this process's PyTorch memory: another process on the same device.
+        out["held_elsewhere"] = "true"
+        out["pytorch_held"] = format_size(held)
+        return out
     if requested is not None and unallocated is not None:
         if unallocated >= requested or unallocated >= 2**30:
             out["fragmented"] = "true"

@@ -15,8 +15,11 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # A rank prefix starting in the middle of a line, glued after a progress bar or another process's text.
 _GLUED_PREFIX = re.compile(r"(?<=[^\s\[])(?=\[(?:rank|default)\d{1,6}\]:|\[[\w.-]{1,64}:\d{1,5}\]:)")
+# A log record glued after a tqdm bar's last state (`... 13.68s/it]W0629 00:06:21.246000 1402 torch/...`): the
+# bar is drawn without a newline, and the next process's glog or time-stamped line goes on from its end.
+_GLUED_AFTER_BAR = re.compile(r"(?<=it/s\]|s/it\])(?=[IWEF]\d{4} \d\d:\d\d:\d\d|\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d)")
 MAX_LINE_CHARS = 64 * 1024
-REGEXES = (_ANSI, _CONTROL, _GLUED_PREFIX)  # what split_physical looks at, for shapes.digit_classes
+REGEXES = (_ANSI, _CONTROL, _GLUED_PREFIX, _GLUED_AFTER_BAR)  # what split_physical looks at, for shapes.digit_classes
 
 
 def clean(text: str) -> str:
@@ -55,6 +58,8 @@ def split_physical(line: str) -> list[str]:
             continue
         if "]:" in part and _may_hold_glued_prefix(part) and _GLUED_PREFIX.search(part):
             out.extend(p for p in _GLUED_PREFIX.split(part) if p.strip())
+        elif "it]" in part and _GLUED_AFTER_BAR.search(part):
+            out.extend(p for p in _GLUED_AFTER_BAR.split(part) if p.strip())
         else:
             out.append(part)
     return out or [""]
