@@ -72,3 +72,10 @@ def test_fixture_diagnosis(case: Path) -> None:
     if expected_collateral and isinstance(want_rank, int):
         assert want_rank not in collateral
         assert collateral <= expected_collateral, f"collateral {sorted(collateral)} vs {sorted(expected_collateral)}"
+
+
+def test_a_rank_whose_own_traceback_is_cut_keeps_the_named_rank_from_high_confidence() -> None:
+    case = FIXTURE_LOGS / "megatron.parallel-size-mismatch--bionemo-784-srun-two-ranks-one-cut-traceback"
+    root = diagnose_paths([case / "log.txt"]).root_cause
+    assert root is not None and root.confidence is not None
+    assert root.confidence.rank.level != "high" and "rank(s) 2 printed a traceback" in root.confidence.rank.reason

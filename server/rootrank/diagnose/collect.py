@@ -32,6 +32,7 @@ MAX_PARKED_BLOCKS = 4096
 KEPT_LINE_CHARS = 4096  # of an event's line (evidence shows at most 2000)
 KEPT_FIELD_CHARS = 1000  # of a captured field (they fill fix texts and messages)
 INTERRUPTED_RULE = "process.interrupted"  # its events keep the innermost frame of their traceback
+MAX_UNNAMED_BLOCKS = 4096  # open tracebacks followed for the line that ends them (the grouper holds as many)
 FULL_PER_SIGNATURE = 64  # ranks kept as whole events per symptom signature; the others as bits (RankGroup)
 MAX_PIDS = 1 << 16  # pids mapped to ranks (see Collected.pid_ranks)
 MAX_SIGNATURES = 4096  # signatures followed at once: lines that differ per rank (a pid, a host) are not grouped
@@ -90,6 +91,7 @@ class Collected:
     # The newest traceback when no event names it: its exception line (or its last frame, where the paste
     # ends inside the frames) and that line's order; None when an event named that traceback.
     unexplained_traceback: tuple[LogLine, int] | None = None
+    unexplained_ranks: RankSet = field(default_factory=RankSet)  # ranks that printed a traceback no event names
 
 
 def grouped_ranks(collected: Collected, keep: Callable[[Event], bool]) -> RankSet:
@@ -126,12 +128,12 @@ class EventCollector:
         self._parked: deque[object] = deque()  # blocks past their cap, latest last
         self._block_op: dict[int, str] = {}
         self._innermost: dict[int, str] = {}  # open traceback block -> its last `File "..."` line so far
-        # The newest traceback block: its last unindented line past the header, its last indented line, and
-        # whether an event named it (Collected.unexplained_traceback).
-        self._tb_block = 0
-        self._tb_statement: tuple[LogLine, int] | None = None
-        self._tb_frame: tuple[LogLine, int] | None = None
-        self._tb_named = False
+        # Open traceback blocks no event has named yet -> the line that ends them so far (its last unindented
+        # line past the header, else its last frame) with its order; the newest closed one of them, and the
+        # ranks of the closed ones (Collected.unexplained_traceback, unexplained_ranks).
+        self._unnamed: dict[int, list[tuple[LogLine, int] | None]] = {}
+        self._named: set[int] = set()
+        self._closed_unnamed: tuple[LogLine, int] | None = None
         self.ignored_blocks: set[int] = set()  # shared with the traceback grouper
         self._order = 0
         self._signatures: dict[tuple[object, ...], int | RankGroup] = {}  # -> ranks kept whole, then the group
@@ -174,27 +176,29 @@ class EventCollector:
         return self._order
 
     def _follow_traceback(self, line: LogLine) -> None:
-        if line.block in self.ignored_blocks:
-            return  # "Exception ignored in ...": printed, never raised
-        if line.block != self._tb_block:
-            self._tb_block, self._tb_statement, self._tb_frame, self._tb_named = line.block, None, None, False
-        text = line.text
-        if not text.strip() or self._tb_named:
+        block = line.block
+        if block in self._named or block in self.ignored_blocks:  # "Exception ignored in": never raised
             return
+        ends = self._unnamed.get(block)
+        if ends is None:
+            if len(self._unnamed) >= MAX_UNNAMED_BLOCKS:
+                return
+            ends = self._unnamed[block] = [None, None]  # [statement, frame]
+        text = line.text
         if text[:1].isspace():
             if text.lstrip().startswith('File "'):  # the frame, not its source line or ^^^ markers
-                self._tb_frame = (line, self._order)
-        elif "Traceback (most recent call last)" not in text and text.strip() not in _CHAIN_MARKERS:
-            self._tb_statement = (line, self._order)
-        self.out.unexplained_traceback = self._tb_statement or self._tb_frame
+                ends[1] = (line, self._order)
+        elif text.strip() and "Traceback (most recent call last)" not in text and text.strip() not in _CHAIN_MARKERS:
+            ends[0] = (line, self._order)
 
     def add(self, line: LogLine, order: int, entry: Entry, fields: dict[str, str], pattern: str) -> None:
         if line.block and line.block in self.ignored_blocks and entry.role is Role.CAUSE:
             # Python printed this exception as "Exception ignored in ..." (a __del__ at exit, say): it
             # was never raised, so it cannot have ended the run.
             return
-        if line.block and line.block == self._tb_block and entry.role is not Role.CONTEXT:
-            self._tb_named, self.out.unexplained_traceback = True, None
+        if line.block and entry.role is not Role.CONTEXT and line.block not in self._named:
+            self._named.add(line.block)
+            self._unnamed.pop(line.block, None)
         rank = line.rank
         if fields.get("rank") is not None and rank is None:
             rank = int(fields["rank"])
@@ -298,6 +302,15 @@ class EventCollector:
         in `units` is a hole until `compact` (called before anyone reads the units)."""
         self._block_op.pop(block, None)
         self._innermost.pop(block, None)
+        self._named.discard(block)
+        ends = self._unnamed.pop(block, None)
+        if ends is not None:
+            end = ends[0] or ends[1]
+            if end is not None:
+                self._closed_unnamed = end if self._closed_unnamed is None or end[1] > self._closed_unnamed[1] \
+                    else self._closed_unnamed
+                if end[0].rank is not None:
+                    self.out.unexplained_ranks.add(end[0].rank)
         event = self._blocks.pop(block, None)
         index = self._block_index.pop(block, None)
         if event is None or index is None or block in self.ignored_blocks or not self._joins_group(event):
@@ -309,7 +322,18 @@ class EventCollector:
             self.compact()
 
     def compact(self) -> None:
-        """Squeeze out the holes close_block left in `units`; the indices of open blocks move with them."""
+        """Squeeze out the holes close_block left in `units`; the indices of open blocks move with them. Also
+        brings the tracebacks no event named up to date (Collected.unexplained_traceback, unexplained_ranks)."""
+        newest = self._closed_unnamed
+        for ends in self._unnamed.values():
+            end = ends[0] or ends[1]
+            if end is None:
+                continue
+            if newest is None or end[1] > newest[1]:
+                newest = end
+            if end[0].rank is not None:
+                self.out.unexplained_ranks.add(end[0].rank)
+        self.out.unexplained_traceback = newest
         if not self._holes:
             return
         units = self.out.units

@@ -231,6 +231,11 @@ class Assessor:
             # failed first, or all alike, without a line of theirs here to say so.
             return Sureness("medium", "the only rank whose output is in the log; whether another rank "
                                       "failed first cannot be told from it")
+        cut = sorted(r for r in self.col.unexplained_ranks if r != verdict.rank)
+        if cut:
+            return Sureness("medium", f"rank(s) {', '.join(map(str, cut[:8]))} printed a traceback of their own "
+                                      f"too, whose exception line is cut off or names nothing known: they may have "
+                                      f"failed the same way, or first")
         return Sureness("high", "the only rank with a failure of its own, named by its own output")
 
     def _cause_ranks(self) -> set[int]:

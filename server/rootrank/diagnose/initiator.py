@@ -780,13 +780,21 @@ def is_host_level(event: Event) -> bool:
     return event.rule in HOST_LEVEL_RULES or event.rule.split(".", 1)[0] in HOST_LEVEL_CATEGORIES
 
 
-def host_of(event: Event) -> str | None:
-    """The machine an event is about: a host its text names (`Node failure on gpu-07`), else the host its
-    line prefix or file name tells (the kernel log of that node)."""
+def named_host(event: Event) -> str | None:
+    """A host the event's text names (`Node failure on gpu-07`, `on node node-b`), not its printer's."""
     for key in HOST_FIELDS:
         value = event.fields.get(key)
         if value:
             return value
+    return None
+
+
+def host_of(event: Event) -> str | None:
+    """The machine an event is about: a host its text names (`Node failure on gpu-07`), else the host its
+    line prefix or file name tells (the kernel log of that node)."""
+    named = named_host(event)
+    if named:
+        return named
     if event.line.host:
         return event.line.host
     m = NCCL_PREFIX.search(event.line.raw, 0, 160)

@@ -10,7 +10,14 @@ from rootrank.diagnose.collect import Collected
 from rootrank.diagnose.confidence import Assessor
 from rootrank.diagnose.enrich import enrich
 from rootrank.diagnose.fixtext import render_fix
-from rootrank.diagnose.initiator import CollateralRanks, InitiatorFinder, Verdict, collateral_by_rank, host_of
+from rootrank.diagnose.initiator import (
+    CollateralRanks,
+    InitiatorFinder,
+    Verdict,
+    collateral_by_rank,
+    host_of,
+    named_host,
+)
 from rootrank.diagnose.launcher import LauncherReport
 from rootrank.diagnose.resume import SAVE_RULE, interrupted_save, resume_note
 from rootrank.library import Library
@@ -108,9 +115,13 @@ def _root_cause(verdict: Verdict, collected: Collected, collateral: CollateralRa
     if cause is not None and cause.severity is not Severity.ERROR and entry.id == cause.rule:
         severity = cause.severity
     host = verdict.host or (collected.hosts.get(verdict.rank) if verdict.rank is not None else None)
-    if host is None and cause is not None and (cause.rank == verdict.rank
-                                               or (cause.rank is None and "peer" not in cause.fields)):
-        host = host_of(cause)
+    if host is None and cause is not None:
+        if cause.rank == verdict.rank or (cause.rank is None and "peer" not in cause.fields):
+            host = host_of(cause)
+        elif "peer" in cause.fields:
+            # Another process's line names the rank: only a host its text names is that rank's (mpirun's
+            # `... rank 2 with PID 9631 on node node-b`), not the host the line was printed on.
+            host = named_host(cause)
     return RootCause(
         rule=entry.id,
         title=entry.title,
