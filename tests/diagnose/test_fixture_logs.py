@@ -79,3 +79,10 @@ def test_a_rank_whose_own_traceback_is_cut_keeps_the_named_rank_from_high_confid
     root = diagnose_paths([case / "log.txt"]).root_cause
     assert root is not None and root.confidence is not None
     assert root.confidence.rank.level != "high" and "rank(s) 2 printed a traceback" in root.confidence.rank.reason
+
+
+def test_a_rank_whose_traceback_header_alone_is_shown_keeps_the_named_rank_from_high_confidence() -> None:
+    case = FIXTURE_LOGS / "checkpoint.recompute-mismatch--torchtitan-1117-rank11-then-rank13-traceback-header"
+    root = diagnose_paths([case / "log.txt"]).root_cause
+    assert root is not None and root.confidence is not None and root.rank == 11
+    assert root.confidence.rank.level == "medium" and "rank(s) 13 printed a traceback" in root.confidence.rank.reason

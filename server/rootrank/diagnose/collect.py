@@ -131,7 +131,7 @@ class EventCollector:
         # Open traceback blocks no event has named yet -> the line that ends them so far (its last unindented
         # line past the header, else its last frame) with its order; the newest closed one of them, and the
         # ranks of the closed ones (Collected.unexplained_traceback, unexplained_ranks).
-        self._unnamed: dict[int, list[tuple[LogLine, int] | None]] = {}
+        self._unnamed: dict[int, list[tuple[LogLine, int] | None]] = {}  # block -> [statement, frame, header]
         self._named: set[int] = set()
         self._closed_unnamed: tuple[LogLine, int] | None = None
         self.ignored_blocks: set[int] = set()  # shared with the traceback grouper
@@ -183,7 +183,7 @@ class EventCollector:
         if ends is None:
             if len(self._unnamed) >= MAX_UNNAMED_BLOCKS:
                 return
-            ends = self._unnamed[block] = [None, None]  # [statement, frame]
+            ends = self._unnamed[block] = [None, None, (line, self._order)]
         text = line.text
         if text[:1].isspace():
             if text.lstrip().startswith('File "'):  # the frame, not its source line or ^^^ markers
@@ -309,8 +309,9 @@ class EventCollector:
             if end is not None:
                 self._closed_unnamed = end if self._closed_unnamed is None or end[1] > self._closed_unnamed[1] \
                     else self._closed_unnamed
-                if end[0].rank is not None:
-                    self.out.unexplained_ranks.add(end[0].rank)
+            first = ends[2]
+            if first is not None and first[0].rank is not None:
+                self.out.unexplained_ranks.add(first[0].rank)  # even a header alone: a traceback of its own
         event = self._blocks.pop(block, None)
         index = self._block_index.pop(block, None)
         if event is None or index is None or block in self.ignored_blocks or not self._joins_group(event):
@@ -326,13 +327,12 @@ class EventCollector:
         brings the tracebacks no event named up to date (Collected.unexplained_traceback, unexplained_ranks)."""
         newest = self._closed_unnamed
         for ends in self._unnamed.values():
+            first = ends[2]
+            if first is not None and first[0].rank is not None:
+                self.out.unexplained_ranks.add(first[0].rank)
             end = ends[0] or ends[1]
-            if end is None:
-                continue
-            if newest is None or end[1] > newest[1]:
+            if end is not None and (newest is None or end[1] > newest[1]):
                 newest = end
-            if end[0].rank is not None:
-                self.out.unexplained_ranks.add(end[0].rank)
         self.out.unexplained_traceback = newest
         if not self._holes:
             return
