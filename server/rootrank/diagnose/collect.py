@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from rootrank.diagnose import stacks
 from rootrank.diagnose.shapes import ALIKE, ShapeMemo, digit_classes
+from rootrank.diagnose.tracebacks import CHAIN_MARKERS
 from rootrank.library import Entry, Library
 from rootrank.model import Event, LogLine, Role, Severity
 from rootrank.ranks import MAX_BIT_RANK, RankHosts, RankSet
@@ -42,8 +43,6 @@ _C10D_SKIP = {"wrapper", "wait", "_wait", "barrier_wrapper"}
 _STACK_DIGITS = digit_classes(stacks.REGEXES)
 # Python's warnings module prints `path:lineno: Category: message` (warnings.formatwarning; torch's
 # TORCH_WARN comes out the same way): the process said it goes on, so what it says is not an error.
-_CHAIN_MARKERS = ("During handling of the above exception, another exception occurred:",
-                  "The above exception was the direct cause of the following exception:")
 _PYTHON_WARNING = re.compile(r":\d+: [A-Z]\w{0,40}Warning: ")
 # A Python logging record at WARNING level of an application's logger: `[WARNING:swift] ...` (ms-swift),
 # `2024-05-01 10:00:00 - trainer - WARNING - ...`, loguru's `| WARNING  | ...`: the program logged what it caught
@@ -188,7 +187,7 @@ class EventCollector:
         if text[:1].isspace():
             if text.lstrip().startswith('File "'):  # the frame, not its source line or ^^^ markers
                 ends[1] = (line, self._order)
-        elif text.strip() and "Traceback (most recent call last)" not in text and text.strip() not in _CHAIN_MARKERS:
+        elif text.strip() and "Traceback (most recent call last)" not in text and text.strip() not in CHAIN_MARKERS:
             ends[0] = (line, self._order)
 
     def add(self, line: LogLine, order: int, entry: Entry, fields: dict[str, str], pattern: str) -> None:

@@ -44,8 +44,8 @@ EXITED_RULE = "process.exited-nonzero"
 NCCL_ERROR_RULE = "distributed.nccl-error"
 # A traceback frame inside torch's communication or backward pass: a rank stopped there waited for the others.
 _WAITING_FRAME = re.compile(r"torch[/\\](?:distributed|autograd|nn[/\\]parallel|_tensor\.py)|c10d")
-GENERIC_RULE = "process.uncaught-exception"
-UNEXPLAINED_TRACEBACK = "unexplained-traceback"  # the pattern name of a traceback no entry names  # any exception, named by no entry of its own
+GENERIC_RULE = "process.uncaught-exception"  # any exception, named by no entry of its own
+UNEXPLAINED_TRACEBACK = "unexplained-traceback"  # the pattern name of a traceback no entry names
 CAUSE_SIGNALS = {"SIGKILL", "SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL"}
 NAN_RULE = "numerics.nan-loss"
 OOM_KILLERS = {"memory.host-oom-kill", "memory.container-oom"}  # entries whose `pid` names a process killed for memory

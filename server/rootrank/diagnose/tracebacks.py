@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-_CHAIN_MARKERS = (
+CHAIN_MARKERS = (
     "During handling of the above exception, another exception occurred:",
     "The above exception was the direct cause of the following exception:",
 )
@@ -138,7 +138,7 @@ class TracebackGrouper:
             return 0
         if state.phase == "frames" and number - state.since >= MAX_FRAMES_LINES:
             self._open.pop(stream, None)
-        if stripped in _CHAIN_MARKERS:
+        if stripped in CHAIN_MARKERS:
             state.phase = "chain"
             return state.block
         if state.phase == "chain":
