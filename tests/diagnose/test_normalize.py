@@ -35,9 +35,14 @@ def test_control_characters_and_nul_bytes_are_dropped() -> None:
 
 def test_a_glog_record_glued_after_a_tqdm_bar_is_a_line_of_its_own() -> None:
     # MiniCPM-V#312: torchrun's agent line goes on from the bar's last state, which ends without a newline.
-    bar = "Loading checkpoint shards:  14%|#         | 1/7 [00:13<01:22, 13.68s/it]"
+    bar = "Loading checkpoint shards:  14%|███████                                          | 1/7 [00:13<01:22, 13.68s/it]"
     agent = ("W0629 00:06:21.246000 140229302286144 torch/distributed/elastic/multiprocessing/api.py:851] Sending "
              "process 29734 closing signal SIGTERM")
     assert split_physical(bar + agent) == [bar, agent]
-    assert split_physical(bar + "2024-06-29 00:06:21 INFO done") == [bar, "2024-06-29 00:06:21 INFO done"]
+    # A time-stamped record (XLA's, from a fixture's real log) after a real tqdm bar's last state.
+    done = "100%|████████████████████████| 50/50 [00:01<00:00, 40.67it/s]"
+    xla = ("2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/coordination/"
+           "coordination_service.cc:1170] /job:jax_worker/replica:0/task:0 has been set to ERROR in coordination "
+           "service")
+    assert split_physical(done + xla) == [done, xla]
     assert split_physical("throughput 3.2s/it]W0629 is a word") == ["throughput 3.2s/it]W0629 is a word"]

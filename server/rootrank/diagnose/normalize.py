@@ -58,7 +58,7 @@ def split_physical(line: str) -> list[str]:
             continue
         if "]:" in part and _may_hold_glued_prefix(part) and _GLUED_PREFIX.search(part):
             out.extend(p for p in _GLUED_PREFIX.split(part) if p.strip())
-        elif "it]" in part and _GLUED_AFTER_BAR.search(part):
+        elif ("s/it]" in part or "it/s]" in part) and _GLUED_AFTER_BAR.search(part):
             out.extend(p for p in _GLUED_AFTER_BAR.split(part) if p.strip())
         else:
             out.append(part)
