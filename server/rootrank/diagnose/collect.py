@@ -116,6 +116,15 @@ def is_frame_line(event: Event) -> bool:
     return "frame" in event.pattern or event.line.text[:1].isspace()
 
 
+@dataclass(slots=True)
+class _Unnamed:
+    """An open traceback no event has named yet: its first line (whose rank printed it), and its last
+    unindented line past the header with that line's order."""
+
+    first: LogLine
+    statement: tuple[LogLine, int] | None = None
+
+
 class EventCollector:
     def __init__(self, library: Library) -> None:
         self.library = library
@@ -126,11 +135,10 @@ class EventCollector:
         self._kept_blocks: dict[tuple[str, int | None], int] = defaultdict(int)
         self._parked: deque[object] = deque()  # blocks past their cap, latest last
         self._block_op: dict[int, str] = {}
-        self._innermost: dict[int, str] = {}  # open traceback block -> its last `File "..."` line so far
-        # Open traceback blocks no event has named yet -> the line that ends them so far (its last unindented
-        # line past the header, else its last frame) with its order; the newest closed one of them, and the
-        # ranks of the closed ones (Collected.unexplained_traceback, unexplained_ranks).
-        self._unnamed: dict[int, list[tuple[LogLine, int] | None]] = {}  # block -> [statement, frame, header]
+        self._frames: dict[int, tuple[LogLine, int]] = {}  # open traceback block -> its last `File "..."` line
+        # Open traceback blocks no event has named yet, and the newest line that ended a closed one of them
+        # (Collected.unexplained_traceback, unexplained_ranks).
+        self._unnamed: dict[int, _Unnamed] = {}
         self._named: set[int] = set()
         self._closed_unnamed: tuple[LogLine, int] | None = None
         self.ignored_blocks: set[int] = set()  # shared with the traceback grouper
@@ -166,8 +174,6 @@ class EventCollector:
                 out.stacks |= self._stacks_in(line.raw)
         if line.block:
             self._follow_traceback(line)
-        if line.block and 'File "' in line.text and line.text.lstrip().startswith('File "'):
-            self._innermost[line.block] = line.text.strip()[:KEPT_FIELD_CHARS]
         if line.block and "distributed_c10d.py" in line.text:
             m = _C10D_FRAME.search(line.text)
             if m and m["op"] not in _C10D_SKIP:
@@ -175,20 +181,28 @@ class EventCollector:
         return self._order
 
     def _follow_traceback(self, line: LogLine) -> None:
-        block = line.block
-        if block in self._named or block in self.ignored_blocks:  # "Exception ignored in": never raised
+        """Where a traceback block has got to: its last frame, and for one no event named yet, the line that
+        ends it so far (its last unindented line past the header)."""
+        block, text = line.block, line.text
+        if block in self.ignored_blocks:  # "Exception ignored in": printed, never raised
             return
-        ends = self._unnamed.get(block)
-        if ends is None:
+        indented = text[:1].isspace()
+        if indented and text.lstrip().startswith('File "'):  # the frame, not its source line or ^^^ markers
+            self._frames[block] = (line, self._order)
+        if block in self._named:
+            return
+        unnamed = self._unnamed.get(block)
+        if unnamed is None:
             if len(self._unnamed) >= MAX_UNNAMED_BLOCKS:
                 return
-            ends = self._unnamed[block] = [None, None, (line, self._order)]
-        text = line.text
-        if text[:1].isspace():
-            if text.lstrip().startswith('File "'):  # the frame, not its source line or ^^^ markers
-                ends[1] = (line, self._order)
-        elif text.strip() and "Traceback (most recent call last)" not in text and text.strip() not in CHAIN_MARKERS:
-            ends[0] = (line, self._order)
+            unnamed = self._unnamed[block] = _Unnamed(line)
+        if (not indented and text.strip() and "Traceback (most recent call last)" not in text
+                and text.strip() not in CHAIN_MARKERS):
+            unnamed.statement = (line, self._order)
+
+    def _unnamed_end(self, block: int, unnamed: _Unnamed) -> tuple[LogLine, int] | None:
+        """The line an unnamed traceback ends with so far: its statement, else its last frame."""
+        return unnamed.statement or self._frames.get(block)
 
     def add(self, line: LogLine, order: int, entry: Entry, fields: dict[str, str], pattern: str) -> None:
         if line.block and line.block in self.ignored_blocks and entry.role is Role.CAUSE:
@@ -209,9 +223,9 @@ class EventCollector:
             fields = {k: v[:KEPT_FIELD_CHARS] for k, v in fields.items()}
         if line.block in self._block_op and "optype" not in fields and entry.role is Role.SYMPTOM:
             fields = {**fields, "optype": self._block_op[line.block]}
-        if entry.id == INTERRUPTED_RULE and line.block in self._innermost:
+        if entry.id == INTERRUPTED_RULE and line.block in self._frames:
             # Where the process was when it was interrupted: the evidence of a hang someone stopped.
-            fields = {**fields, "innermost": self._innermost[line.block]}
+            fields = {**fields, "innermost": self._frames[line.block][0].text.strip()[:KEPT_FIELD_CHARS]}
         severity = entry.severity
         if severity is Severity.ERROR and (pattern in entry.healthy_too
                                            or ("Warning: " in line.text and _PYTHON_WARNING.search(line.text))
@@ -300,17 +314,15 @@ class EventCollector:
         RankGroup, as a stand-alone line does in `settle` (a million ranks' tracebacks cost bits). Its place
         in `units` is a hole until `compact` (called before anyone reads the units)."""
         self._block_op.pop(block, None)
-        self._innermost.pop(block, None)
         self._named.discard(block)
-        ends = self._unnamed.pop(block, None)
-        if ends is not None:
-            end = ends[0] or ends[1]
-            if end is not None:
-                self._closed_unnamed = end if self._closed_unnamed is None or end[1] > self._closed_unnamed[1] \
-                    else self._closed_unnamed
-            first = ends[2]
-            if first is not None and first[0].rank is not None:
-                self.out.unexplained_ranks.add(first[0].rank)  # even a header alone: a traceback of its own
+        unnamed = self._unnamed.pop(block, None)
+        if unnamed is not None:
+            end = self._unnamed_end(block, unnamed)
+            if end is not None and (self._closed_unnamed is None or end[1] > self._closed_unnamed[1]):
+                self._closed_unnamed = end
+            if unnamed.first.rank is not None:
+                self.out.unexplained_ranks.add(unnamed.first.rank)  # even a header alone: a traceback of its own
+        self._frames.pop(block, None)
         event = self._blocks.pop(block, None)
         index = self._block_index.pop(block, None)
         if event is None or index is None or block in self.ignored_blocks or not self._joins_group(event):
@@ -325,11 +337,10 @@ class EventCollector:
         """Squeeze out the holes close_block left in `units`; the indices of open blocks move with them. Also
         brings the tracebacks no event named up to date (Collected.unexplained_traceback, unexplained_ranks)."""
         newest = self._closed_unnamed
-        for ends in self._unnamed.values():
-            first = ends[2]
-            if first is not None and first[0].rank is not None:
-                self.out.unexplained_ranks.add(first[0].rank)
-            end = ends[0] or ends[1]
+        for block, unnamed in self._unnamed.items():
+            if unnamed.first.rank is not None:
+                self.out.unexplained_ranks.add(unnamed.first.rank)
+            end = self._unnamed_end(block, unnamed)
             if end is not None and (newest is None or end[1] > newest[1]):
                 newest = end
         self.out.unexplained_traceback = newest

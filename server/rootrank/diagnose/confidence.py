@@ -19,6 +19,7 @@ from rootrank.diagnose.initiator import (
     is_launcher_report,
     is_narrated,
 )
+from rootrank.diagnose.launcher import TEARDOWN_EXITCODE
 from rootrank.library import Entry, Library
 from rootrank.model import Confidence, Event, Hypothesis, Role, Severity, Sureness
 
@@ -206,9 +207,9 @@ class Assessor:
             mapped = ""
             if local is not None and local.isdigit():
                 _, mapped = self.finder.launcher.global_rank_how(agent, int(local))
-            # Other children the launcher saw fail on their own (-15 is its own teardown's SIGTERM).
+            # Other children the launcher saw fail on their own (not its own teardown's SIGTERM).
             others_failed = {self.finder.global_rank(e.agent, e.local_rank) for e in self.finder.launcher.exits
-                             if e.local_rank is not None and e.exitcode is not None and e.exitcode not in (0, -15)}
+                             if e.local_rank is not None and e.exitcode not in (None, 0, TEARDOWN_EXITCODE)}
             others_failed -= {verdict.rank, *self.finder.suffering_ranks()}  # victims exit too, having said why
             if mapped == "failure table" and not rivals and not others_failed:
                 return Sureness("high", "its agent's failure table pairs the local rank with this global rank, "

@@ -18,7 +18,6 @@ import functools
 import heapq
 import itertools
 import re
-import signal
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from rootrank.diagnose.collect import (
     is_error_cause,
     is_frame_line,
 )
-from rootrank.diagnose.launcher import LauncherReport, agent_of
+from rootrank.diagnose.launcher import TEARDOWN_EXITCODE, LauncherReport, agent_of
 from rootrank.model import Event, Role, Severity, ranks_text
 from rootrank.ranks import RankSet
 
@@ -479,16 +478,17 @@ class InitiatorFinder:
         waiting = self._left_waiting(symptoms)
         if waiting is not None:
             return waiting
+        busy = [e for e in symptoms if not _idle(e)]  # an idle rank's report is not what it suffered
         suffered: dict[int, Event] = {}
-        for event in symptoms:
+        for event in busy:
             rank = self.event_rank(event)
-            if rank is not None and rank not in suffered and not _idle(event):
+            if rank is not None and rank not in suffered:
                 suffered[rank] = event
         timeouts = {r: e for r, e in suffered.items() if e.rule == TIMEOUT_RULE}
         odd = self._odd_one_out(timeouts)
         if odd is not None:
             return odd
-        first_symptom = min([e for e in symptoms if not _idle(e)] or symptoms, key=lambda e: e.order)
+        first_symptom = min(busy or symptoms, key=lambda e: e.order)
         world = self._world()
         grouped = grouped_ranks(self.col, lambda e: e.severity is Severity.ERROR and not self.amp_warmup(e)
                                 and not _idle(e))
@@ -569,7 +569,7 @@ class InitiatorFinder:
                 own_exit = own_exit or (child.exitcode is not None and child.exitcode > 0)
             elif child.root_cause:
                 return None  # the launcher saw another worker fail first
-            elif child_rank is None or child_rank not in survivors or child.exitcode != -signal.SIGTERM:
+            elif child_rank is None or child_rank not in survivors or child.exitcode != TEARDOWN_EXITCODE:
                 return None
         (agent,) = self.launcher.agents
         world, nproc = self.launcher.world_size, self.launcher.nproc.get(agent)

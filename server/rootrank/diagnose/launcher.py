@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from rootrank.diagnose.formats.timestamps import parse_time
 from rootrank.ranks import RankSet
 
+TEARDOWN_EXITCODE = -15  # a child its agent SIGTERMed while tearing the group down (signal 15, negated)
 MAX_AGENTS = 4096  # launchers whose files and prefix ranks are kept (a 4,096-node job; see LauncherParser.feed)
 _SIGTERM = re.compile(r"Sending process (?P<pid>\d+) closing signal (?P<signal>SIG[A-Z]+)")
 _FIRST_FAILED = re.compile(
