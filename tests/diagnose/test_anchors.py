@@ -79,3 +79,28 @@ def test_the_trie_regex_finds_what_an_alternation_sorted_by_length_finds() -> No
         got = [(m.start(), m.group()) for m in trie.finditer(text)]
         assert got == [(m.start(), m.group()) for m in sorted_alternation.finditer(text)], trial
         assert got
+
+
+def test_a_first_byte_pass_finds_what_finditer_finds_sparse_dense_or_turning_dense() -> None:
+    # Where the first byte is rare memchr jumps between its places; where the chunk's head holds it often,
+    # or it turns common further on, the regex engine takes over: the hits are finditer's in every case.
+    from rootrank.diagnose import prefilter
+    from rootrank.diagnose.prefilter import FirstBytePass, _grouped_regex
+
+    anchors = (b"Watchdog caught", b"Watchdog", b"WORLD_SIZE", b"Warn")
+    regex = _grouped_regex(anchors, 0)
+    one = prefilter.SPARSE_STOP_BYTES
+    plain = b"x" * (one - 1) + b"\n"
+    hit = b"[rank3]: Watchdog caught collective operation timeout\n"
+    near = b"[rank2]: Watch this WORLD_SIZ Warm W\n"
+    logs = {
+        "sparse": (plain * 40 + hit + plain * 40 + near) * 30,
+        "dense from the start": (near + hit) * 4000,
+        "turns dense": (plain * 40 + hit) * 30 + (near + hit) * 4000 + plain * 10 + hit,
+    }
+    for name, log in logs.items():
+        for start, end in ((0, len(log)), (17, len(log) - 5), (len(log) // 3, len(log) // 2)):
+            found: list[tuple[int, bytes]] = []
+            FirstBytePass(b"W", regex).hits(log, start, end, found)
+            assert found == [(m.start(), m.group()) for m in regex.finditer(log, start, end)], name
+            assert found or start > 0, name

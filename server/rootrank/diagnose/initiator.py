@@ -50,6 +50,12 @@ NAN_RULE = "numerics.nan-loss"
 OOM_KILLERS = {"memory.host-oom-kill", "memory.container-oom"}  # entries whose `pid` names a process killed for memory
 MEMORY_KILLS = OOM_KILLERS | {"memory.slurm-oom"}  # a process killed for memory, by whichever keeper
 STATED_WITHIN = 64  # lines from a frame matched by an entry to the exception line of the same traceback
+# Lines below a generic error where its message may go on with the error it wraps (transformers' "Failed to
+# import X because of the following error (look up to see its traceback):" + the loader's text; NCCL's
+# "unhandled system error" + "Last error:" + the detail), counted as the terminal printed them: a log
+# wrapped at 80 columns puts NCCL's detail six rows below.
+WRAPPED_WITHIN = 8
+WRAPPING_RULES = frozenset({GENERIC_RULE, NCCL_ERROR_RULE})  # errors whose message can carry a named one
 MAX_CANDIDATES = 64  # ranks named one by one as candidates; all of them are in the undecided text, as ranges
 AMP_WARMUP_STEPS = 16  # GradScaler halves 65536 at most 16 times before the scale reaches 1
 _FINITE_LOSS = re.compile(r"\bloss'?\"?\s?[:=]?\s?(?P<value>-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
@@ -758,6 +764,7 @@ def _unexplained(causes: list[Event]) -> list[Event]:
     a process that only lost what was killed (a Ray Tune `TuneError`, a `ChildProcessError`)."""
     if any(e.rule in MEMORY_KILLS for e in causes):
         causes = [e for e in causes if e.rule != GENERIC_RULE] or causes
+    causes = [e for e in causes if e.rule not in WRAPPING_RULES or not _wraps_named_error(e, causes)]
     if any(e.rule != NCCL_ERROR_RULE and "NCCL WARN" in e.line.text for e in causes):
         # NCCL's error code ("internal error", "unhandled cuda error") is what its own WARN lines explain:
         # a CUDA allocation that failed, an IB completion error (printed with NCCL_DEBUG, wherever the paste
@@ -767,6 +774,19 @@ def _unexplained(causes: list[Event]) -> list[Event]:
     if not killed:
         return causes
     return [e for e in causes if e.fields.get("worker_pid") not in killed] or causes
+
+
+def _wraps_named_error(wrapper: Event, causes: list[Event]) -> bool:
+    """Whether a generic error's message goes on, in the next few lines of the same process, with an error
+    an entry names: the generic one wraps it (a lazy import's RuntimeError around the loader's `undefined
+    symbol`, NCCL's "unhandled system error" around its `Last error:`) and that error is the cause."""
+    line = wrapper.line
+    indent = len(line.text) - len(line.text.lstrip())
+    # Not a frame of a traceback that follows: no frame pattern, and indented no deeper than the wrapper
+    # (a paste indented as a whole indents both).
+    return any(e.rule not in WRAPPING_RULES and e.line.source == line.source and e.line.rank == line.rank
+               and 0 < e.line.number - line.number <= WRAPPED_WITHIN and "frame" not in e.pattern
+               and len(e.line.text) - len(e.line.text.lstrip()) <= indent for e in causes)
 
 
 def is_launcher_report(event: Event) -> bool:

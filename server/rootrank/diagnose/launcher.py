@@ -21,8 +21,12 @@ _FIRST_FAILED = re.compile(
     r"failed \(exitcode: (?P<exitcode>-?\d+)\) local_rank: (?P<local_rank>\d+) \(pid: (?P<pid>\d+)\)")
 _SIGNAL_RECEIVED = re.compile(r"Signal (?P<num>\d+) \((?P<signal>SIG[A-Z]+)\) received by PID (?P<pid>\d+)")
 _DS_RETURN = re.compile(r"exits with return code = (?P<exitcode>-?\d+)")
-_SRUN = re.compile(r"srun: error: (?P<host>[\w.-]+): tasks? (?P<rank>\d+)(?:-(?P<last>\d+))?: (?P<what>.+)$")
+# Slurm lists the tasks as ranges and single tasks, comma-separated (`tasks 1,3:`, `tasks 0-2,5:`).
+_SRUN = re.compile(r"srun: error: (?P<host>[\w.-]+): tasks? (?P<tasks>\d+(?:-\d+)?(?:,\d+(?:-\d+)?){0,64}): (?P<what>.+)$")
 MAX_SRUN_RANGE = 4096  # tasks of one srun range line recorded one by one
+# What srun says a task died of (strsignal's words), and the signal.
+_SRUN_SIGNALS = (("Killed", "SIGKILL"), ("Segmentation", "SIGSEGV"), ("Terminated", "SIGTERM"), ("Aborted", "SIGABRT"),
+                 ("Bus error", "SIGBUS"), ("Floating point", "SIGFPE"), ("Illegal instruction", "SIGILL"))
 _SRUN_EXIT = re.compile(r"Exited with exit code (?P<exitcode>\d+)")
 _MPI_PROCESS = re.compile(r"Process name: \[\[\d+,\d+\],(?P<rank>\d+)\]")
 _MPI_EXIT = re.compile(r"^\s*Exit code:\s+(?P<exitcode>-?\d+)")
@@ -328,14 +332,17 @@ class LauncherParser:
             if m:
                 what = m["what"]
                 exit_m = _SRUN_EXIT.search(what)
-                signal = "SIGKILL" if "Killed" in what else "SIGSEGV" if "Segmentation" in what else \
-                    "SIGTERM" if "Terminated" in what else None
+                signal = next((name for word, name in _SRUN_SIGNALS if word in what), None)
                 # `tasks 2-3: Exited with exit code 1`: each task of the range exited so, none of them first.
-                first = int(m["rank"])
-                last = min(int(m["last"] or first), first + MAX_SRUN_RANGE - 1)
-                for rank in range(first, max(first, last) + 1):
-                    report.exits.append(ChildExit(line, source, rank=rank, host=m["host"], signal=signal,
-                                                  exitcode=int(exit_m["exitcode"]) if exit_m else None))
+                recorded = 0
+                for piece in m["tasks"].split(","):
+                    first, _, last = piece.partition("-")
+                    for rank in range(int(first), max(int(first), int(last or first)) + 1):
+                        if recorded >= MAX_SRUN_RANGE:
+                            break
+                        recorded += 1
+                        report.exits.append(ChildExit(line, source, rank=rank, host=m["host"], signal=signal,
+                                                      exitcode=int(exit_m["exitcode"]) if exit_m else None))
                 return None
         if "Process name: [[" in text:
             m = _MPI_PROCESS.search(text)

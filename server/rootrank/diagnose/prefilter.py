@@ -40,6 +40,12 @@ LINE_COST = 100_000
 # One regex with several first bytes tests every byte: it costs about this many passes of one-byte regexes
 # (the 20-byte alternation: 74 ms per 8 MiB against 2.1-4.6 ms a one-byte pass).
 ONE_REGEX_COST = 30
+# A first byte seen less than once per this many bytes is looked for with memchr (FirstBytePass): a stop
+# there costs a Python call (0.3-0.4 us), which the regex engine's skip loop (about 0.3 ns a byte) spends
+# on some 1,500 bytes (measured on 8 MiB chunks of both generators' logs).
+SPARSE_STOP_BYTES = 2048
+SPARSE_PASS_COST = 0.12  # memchr over bytes that hold none of it, against the regex's skip loop
+PROBE_BYTES = 64 << 10  # how much of a chunk's head is counted to tell (bytes.count has no memchr)
 # A window seen more often than once per this many sample bytes is common: its literal is reported.
 COMMON_EVERY = 64 << 10
 # A literal's other windows are counted (one bytes.count each, in at most COUNT_SAMPLE bytes of the
@@ -129,7 +135,9 @@ class AnchorChoice:
         self.common = sorted(lit for lit, a in pick.items() if self.counts.get(a, 0) > limit)
 
     def byte_cost(self, byte: int) -> float:
-        return 1 + STOP_COST * self._frequency[byte] / self._sampled
+        """What a pass for this first byte costs, in passes that stop nowhere (FirstBytePass)."""
+        frequency = self._frequency[byte] / self._sampled
+        return min(1 + STOP_COST * frequency, SPARSE_PASS_COST + SPARSE_STOP_BYTES * frequency)
 
     def _cover(self, literals: list[bytes]) -> set[int]:
         chosen: set[int] = set()
@@ -208,13 +216,13 @@ class Prefilter:
         self._hs: Any = _hyperscan_db(self.anchors) if self.engine == "hyperscan" else None
         # One regex per first byte (see the module docstring), unless so many first bytes are needed
         # that one regex over all of them, testing every byte, costs less. Hyperscan needs none.
-        self._regexes: list[re.Pattern[bytes]] = []
+        self._passes: list[FirstBytePass] = []
         if self.engine == "python":
             groups = _by_first_byte(self.anchors)
             if len(groups) <= ONE_REGEX_COST:
-                self._regexes = [_grouped_regex(group, 0) for group in groups]
+                self._passes = [FirstBytePass(group[0][:1], _grouped_regex(group, 0)) for group in groups]
             elif self.anchors:
-                self._regexes = [_grouped_regex(self.anchors, 0)]
+                self._passes = [FirstBytePass(b"", _grouped_regex(self.anchors, 0))]
 
     def candidates(self, buf: bytes | bytearray, start: int, end: int) -> list[int]:
         """Start offsets of the lines in buf[start:end] that hold an anchor, ascending."""
@@ -223,8 +231,8 @@ class Prefilter:
         if self._hs is not None:
             return self._hyperscan_candidates(buf, start, end)
         hits: list[tuple[int, bytes]] = []
-        for regex in self._regexes:
-            hits.extend((m.start(), m.group()) for m in regex.finditer(buf, start, end))
+        for scan in self._passes:
+            scan.hits(buf, start, end, hits)
         hits.sort()
         return self._confirmed(buf, start, end, hits)
 
@@ -269,6 +277,44 @@ class Prefilter:
                 self._hs.scan(piece, match_event_handler=on_match)
         hits.sort()
         return self._confirmed(buf, start, end, hits)
+
+
+class FirstBytePass:
+    """One pass of the pure-Python scan: the hits of a regex whose every match starts with one byte.
+
+    Where that byte is rare (most bytes of most chunks for the uppercase letters and punctuation the
+    anchors start with), memchr (a one-byte bytes.find) jumps between its occurrences and the regex is
+    tried there: the hits `finditer` gives, at a tenth of the regex engine's byte-by-byte skip loop.
+    Each stop costs a Python call, what that loop spends on about SPARSE_STOP_BYTES bytes, so a chunk
+    whose head holds the byte more often than that is left to `finditer`, and so is the rest of one
+    where it turns out so further on."""
+
+    __slots__ = ("first", "regex")
+
+    def __init__(self, first: bytes, regex: re.Pattern[bytes]) -> None:
+        self.first = first  # b"": the regex starts with several bytes
+        self.regex = regex
+
+    def hits(self, buf: bytes | bytearray, start: int, end: int, into: list[tuple[int, bytes]]) -> None:
+        first, regex = self.first, self.regex
+        head = min(end - start, PROBE_BYTES)
+        if not first or buf.count(first, start, start + head) * SPARSE_STOP_BYTES > head:
+            into.extend((m.start(), m.group()) for m in regex.finditer(buf, start, end))
+            return
+        find, match = buf.find, regex.match
+        stops_left = (end - start) // SPARSE_STOP_BYTES + 1
+        place = find(first, start, end)
+        while place >= 0:
+            stops_left -= 1
+            if not stops_left:
+                into.extend((m.start(), m.group()) for m in regex.finditer(buf, place, end))
+                return
+            found = match(buf, place, end)
+            if found is None:
+                place = find(first, place + 1, end)
+            else:
+                into.append((place, found.group()))
+                place = find(first, found.end(), end)
 
 
 def _every_line(buf: bytes | bytearray, start: int, end: int) -> list[int]:
