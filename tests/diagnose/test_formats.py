@@ -166,6 +166,26 @@ def test_indented_code_block_paste_only_when_every_line_is_indented() -> None:
     assert "markdown-indent" not in plain.decide()
 
 
+def test_a_failure_pytest_reported_is_read_past_its_e_column() -> None:
+    # hpcaitech/ColossalAI PR 1320's paste of a failed test: every line after "E" and seven spaces.
+    pasted = ["E       torch.multiprocessing.spawn.ProcessRaisedException:", "E",
+              "E       -- Process 3 terminated with the following error:", "E       Traceback (most recent call last):",
+              'E         File "/home/lcfjr/codes/ColossalAI/tests/test_tensor/test_gpt2.py", line 105, in run_dist',
+              "E       ncclSystemError: System call (socket, malloc, munmap, etc) failed."]
+    dialect = Dialect()
+    for line in pasted:
+        dialect.observe(line)
+    chosen = dialect.decide()
+    assert "pytest-failure" in chosen
+    assert peel(pasted[2], chosen).text == "-- Process 3 terminated with the following error:"
+    assert peel(pasted[4], chosen).text.startswith('  File "')  # the traceback's own indentation stays
+    # Lines that merely start with an E are not a pytest report.
+    plain = Dialect()
+    for line in ["Epoch 1: loss 2.3", "E0314 02:00:00.000000 1 api.py:1] x", "Evaluating...", "E  ok"] * 2:
+        plain.observe(line)
+    assert "pytest-failure" not in plain.decide()
+
+
 def test_container_name_prefix_only_when_the_source_uses_it() -> None:
     lines = [f"trainer-1  | [rank{r}]: step 1" for r in range(2)] * 3
     dialect = Dialect()

@@ -46,7 +46,12 @@ _WORLD = re.compile(r"\b(?:world[ _]size|WORLD_SIZE|nranks)[ \t]{0,8}[:=]?[ \t]{
 _MEMBER = re.compile(r"MEMBER: \d+/(?P<n>\d{1,6})")
 
 _ROOT_CAUSE = "Root Cause (first observed failure):"
-_TABLE_HEADINGS = ("Failures:", _ROOT_CAUSE, "<NO_OTHER_FAILURES>")
+# torch 1.9-1.10 printed the table with these headings (and the child's error as the error file's JSON, `msg:`).
+_OLD_ROOT_CAUSE = "Root Cause:"
+_ROOT_CAUSES = (_ROOT_CAUSE, _OLD_ROOT_CAUSE)
+_OTHER_FAILURES = "Other Failures:"  # torch 1.9-1.10: after the root cause, below a rule of '='
+_HEADINGS = (*_ROOT_CAUSES, _OTHER_FAILURES)  # a table section starts at one of these, wherever it is
+_TABLE_HEADINGS = ("Failures:", _OTHER_FAILURES, _ROOT_CAUSE, _OLD_ROOT_CAUSE, "<NO_OTHER_FAILURES>")
 ARMING_SIGNS = ("ChildFailedError", _ROOT_CAUSE)  # lines after which the error table may follow
 
 
@@ -70,7 +75,7 @@ def is_quiet(text: str) -> bool:
     """Whether `LauncherParser.feed` outside a table reads nothing in this line (none of its digit-free
     signs: the same for every line of one message shape, so the pipeline asks once per shape)."""
     return (not any(sign in text for sign in _AGENT_SIGNS) and not _TABLE_RULE.match(text)
-            and text.strip() != _ROOT_CAUSE)
+            and text.strip() not in _HEADINGS)
 
 _RDZV_LIST = re.compile(r"^\s*(?P<key>local_ranks|global_ranks)=\[(?P<values>[\d, ]{1,4000})\]")
 _RDZV_GROUP = re.compile(r"^\s*group_rank=(?P<n>\d{1,6})\s*$")
@@ -294,8 +299,8 @@ class LauncherParser:
         if _TABLE_RULE.match(text) and self._armed:
             self._in_table, self._armed, self._root_section = True, False, False
             return True, None
-        if text.strip() == _ROOT_CAUSE:  # the launcher's own line, not a message that quotes it
-            self._in_table, self._root_section = True, True
+        if text.strip() in _HEADINGS:  # the launcher's own line, not a message that quotes it
+            self._in_table, self._root_section = True, text.strip() != _OTHER_FAILURES
             return True, None
         flat_rank = self._agent_line(text, line, source)
         if flat_rank is not None:
@@ -410,8 +415,11 @@ class LauncherParser:
             if self._entry is not None or self._root_section:
                 self._in_table, self._entry, self._root_section = False, None, False
             return True, None
-        if "Root Cause (first observed failure)" in text:
+        if "Root Cause (first observed failure)" in text or text.strip() == _OLD_ROOT_CAUSE:
             self._root_section, self._entry = True, None
+            return True, None
+        if text.strip() == _OTHER_FAILURES:
+            self._root_section, self._entry = False, None
             return True, None
         m = _ENTRY.match(text)
         if m:

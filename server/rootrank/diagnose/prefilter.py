@@ -62,6 +62,7 @@ STRUCTURAL_LITERALS = (
     "failed (exitcode",
     "ChildFailedError",
     "Root Cause (first observed failure)",
+    "Root Cause:",  # torch 1.9-1.10's heading of the same table
     "srun: error:",
     "Process name: [[",
     "Exit code:",

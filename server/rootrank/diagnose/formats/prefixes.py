@@ -86,6 +86,9 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     # A paste whose every line starts with one space (copied out of a web page, a chat or a table cell):
     # " 2025-02-18 12:54 [rank13]:[E218 ...". Exactly one: a traceback's own indentation then stays.
     _p("leading-space", r"\x20(?=\S)", " ", ambiguous=True),
+    # A failure pytest reported: every line of the exception's text after "E" and seven spaces
+    # ("E       -- Process 3 terminated with the following error:"); a traceback's own indentation stays.
+    _p("pytest-failure", r"E(?:\x20{1,7}|$)", "E", ambiguous=True),
     # docker compose / container log multiplexers: "trainer-1  | ...", "worker-0 | ...".
     _p("container-name", r"(?P<host>[A-Za-z][\w.-]{0,62})\s{1,16}\|\s?", _WORD_START, ambiguous=True),
     # srun --label: "3: " (task id = global rank, or the node's task under one torchrun agent per node: see
@@ -230,7 +233,7 @@ class Dialect:
     SAMPLE = 400
     MIN_SHARE = 0.3
     # Tracebacks indent a third of their lines by themselves: only a block indented as a whole is a paste.
-    MIN_SHARES: ClassVar[dict[str, float]] = {"markdown-indent": 0.95, "leading-space": 0.8}
+    MIN_SHARES: ClassVar[dict[str, float]] = {"markdown-indent": 0.95, "leading-space": 0.8, "pytest-failure": 0.8}
 
     def __init__(self) -> None:
         self.seen = 0

@@ -94,7 +94,15 @@ def _boundary(row: bytes, line: bytes) -> bool:
     rows of a box-drawn table (`dcgmi diag`, `nvidia-smi`: every row as wide as the table, so a table
     alone looks like rows of a wrap), one ending and the next starting at the table's edge."""
     end = row.rstrip(b"\r")[-1:]
-    return (end in _CLOSING and line[:1] in _OPENING) or (end in _TABLE_EDGE and line[:1] in _TABLE_EDGE)
+    return ((end in _CLOSING and line[:1] in _OPENING) or (end in _TABLE_EDGE and line[:1] in _TABLE_EDGE)
+            or _is_rule(row))
+
+
+def _is_rule(row: bytes) -> bool:
+    """A border of one repeated sign (or blanks) as wide as the block it frames (torchrun's failure summary
+    of torch 1.9-1.10 is framed by rows of `*` and `=` as wide as its widest line): no text was cut there."""
+    row = row.rstrip(b"\r")
+    return bool(row) and not row[:1].isalnum() and row.count(row[:1]) == len(row)
 
 
 def wrap_width(sample: bytes) -> int | None:
@@ -166,7 +174,7 @@ class Unwrapper:
             else:
                 logical.append([line])
                 joined = len(line)
-            full_before = _width(line) == self.width
+            full_before = _width(line) == self.width and not _is_rule(line)
         if full_before and not final and not ends_open:
             # The last line may go on in the next chunk: keep its rows for it.
             self._held = b"\n".join(logical.pop()) + b"\n"
