@@ -86,3 +86,13 @@ def test_a_rank_whose_traceback_header_alone_is_shown_keeps_the_named_rank_from_
     root = diagnose_paths([case / "log.txt"]).root_cause
     assert root is not None and root.confidence is not None and root.rank == 11
     assert root.confidence.rank.level == "medium" and "rank(s) 13 printed a traceback" in root.confidence.rank.reason
+
+
+@pytest.mark.parametrize("name", [
+    "distributed.collective-mismatch--nccl-1409-two-ranks-two-collectives-same-seq",
+    "distributed.collective-timeout--discoscene-5-rank7-watchdog-others-sigtermed",
+    "distributed.rank-stalled--megatron-ds-338-store-barrier-waiters-only",
+])
+def test_logs_that_do_not_tell_the_rank_name_none(name: str) -> None:
+    root = diagnose_paths([FIXTURE_LOGS / name / "log.txt"]).root_cause
+    assert root is not None and root.rank is None, root.why if root else None

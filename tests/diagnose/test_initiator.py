@@ -458,3 +458,15 @@ def test_an_error_an_application_logged_as_a_warning_did_not_stop_the_run() -> N
     assert d.root_cause is not None and d.root_cause.rule == "data.device-side-assert"
     alone = diagnose_text(warned)
     assert alone.root_cause is None or alone.root_cause.severity.value != "error"
+
+
+def test_ranks_that_waited_at_the_start_up_barrier_are_not_the_stalled_ones() -> None:
+    # Megatron-DeepSpeed issue 338: ranks 7 and 5 arrived and timed out waiting for the four that never came.
+    log = ("RuntimeError: Timed out initializing process group in store based barrier on rank: 7, for key: "
+           "store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)\n"
+           "RuntimeError: Timed out initializing process group in store based barrier on rank: 5, for key: "
+           "store_based_barrier_key:32 (world_size=8, worker_count=4, timeout=0:00:30)\n")
+    root = diagnose_text(log).root_cause
+    assert root is not None and root.rule == "distributed.rank-stalled"
+    assert root.rank is None
+    assert "4 of the 8 ranks never arrived" in root.why and "5,7" in root.why

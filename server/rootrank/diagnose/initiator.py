@@ -139,7 +139,10 @@ class InitiatorFinder:
         return ranks.pop() if len(ranks) == 1 else None
 
     def event_rank(self, event: Event) -> int | None:
-        """An event's global rank: its own, else the local rank it names through the agent that printed it."""
+        """An event's global rank: its own, else the local rank it names through the agent that printed it. A
+        rank that reports waiting for others (`waiter`) without naming one is none of them: no rank."""
+        if "waiter" in event.fields and "peer" not in event.fields:
+            return None
         if event.rank is not None:
             return event.rank
         local = event.fields.get("local_rank")
@@ -278,6 +281,9 @@ class InitiatorFinder:
             return elsewhere
         if not ranked:
             event = _stated(by_rank[None], causes)
+            waited = self._waited_for_unnamed(event)
+            if waited is not None:
+                return waited
             rank, how = self._rank_from_launcher()
             reasons = [f"the failure was printed without a rank prefix; {how}"] if rank is not None else []
             return Verdict(rank=rank, cause=event, rule=event.rule,
@@ -313,6 +319,22 @@ class InitiatorFinder:
             verdict.candidates = [(r, ranked[r].rule, f"also raised {ranked[r].rule}") for r in same_rule[1:]]
         self._launcher_first_exit(verdict, ranked)
         return verdict
+
+    def _waited_for_unnamed(self, event: Event) -> Verdict | None:
+        """A rank that reports waiting for others without naming them (a start-up barrier): the ranks that
+        printed it arrived; the stalled ones are those that did not, which the log does not name."""
+        waiter = event.fields.get("waiter")
+        if waiter is None or "peer" in event.fields:
+            return None
+        waiters = sorted({int(w) for e in self.col.units if (w := e.fields.get("waiter")) is not None
+                          and e.rule == event.rule and w.isdigit() and "peer" not in e.fields})
+        world, joined = event.fields.get("world_size"), event.fields.get("worker_count")
+        missing = (f"; {int(world) - int(joined)} of the {world} ranks never arrived" if world and joined
+                   and world.isdigit() and joined.isdigit() and int(world) > int(joined) else "")
+        return Verdict(rank=None, cause=event, rule=event.rule, decided_by="the ranks that arrived waited",
+                       reasons=[f"rank(s) {ranks_text(waiters)} arrived and waited (line {event.line.number}){missing}"],
+                       undecided="the log does not say which ranks did not arrive: their own logs (or the "
+                                 "launcher's) tell")
 
     def _table_first(self, ranked: dict[int, Event]) -> int | None:
         """Several children are known only from one agent's failure table (all SIGABRT, say): the table
@@ -491,7 +513,7 @@ class InitiatorFinder:
             if rank is not None and rank not in suffered:
                 suffered[rank] = event
         timeouts = {r: e for r, e in suffered.items() if e.rule == TIMEOUT_RULE}
-        odd = self._odd_one_out(timeouts)
+        odd = self._odd_one_out(timeouts) or self._two_collectives(timeouts)
         if odd is not None:
             return odd
         first_symptom = min(busy or symptoms, key=lambda e: e.order)
@@ -521,12 +543,14 @@ class InitiatorFinder:
             return Verdict(rank=rank, cause=first_symptom, rule=STALLED_RULE, decided_by="missing from the timeouts",
                            reasons=[f"ranks {victims} report {first_symptom.rule} while rank {rank} reports no timeout and "
                                     f"no error: it never reached the collective the others wait in"])
-        behind = self._behind(timeouts)
+        behind = self._behind(timeouts, busy)
         if behind is not None:
             return behind
         # Only when some rank did suffer: with no rank named at all (a launcher's or a framework's shutdown
         # message without a rank prefix), rank 0 is no more likely than any other.
-        if (timeouts and suffered_ranks and 0 not in suffered_ranks
+        # Rank 0 alive until the launcher's teardown SIGTERMed it (only its watchdog had not fired yet) is no
+        # likelier than any rank it SIGTERMed with it.
+        if (timeouts and suffered_ranks and 0 not in suffered_ranks and 0 not in self.survivor_ranks()
                 and (0 in missing or _all_but_rank_zero(suffered_ranks, world))):
             candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing[:MAX_CANDIDATES] if r != 0]
             numel = first_symptom.fields.get("numel_in") or first_symptom.fields.get("numel")
@@ -684,13 +708,39 @@ class InitiatorFinder:
                                         f"it is on a different code path"])
         return None
 
-    def _behind(self, timeouts: dict[int, Event]) -> Verdict | None:
+    def _two_collectives(self, timeouts: dict[int, Event]) -> Verdict | None:
+        """Two ranks alone timed out, at the same sequence number in different collectives: they took
+        different code paths (with two, which one strayed the log cannot tell; _odd_one_out needs three)."""
+        if len(timeouts) != 2:
+            return None
+        (a, first), (b, second) = sorted(timeouts.items())
+        ops = [e.fields.get("optype") for e in (first, second)]
+        seqs = [e.fields.get("seq") for e in (first, second)]
+        if (None in ops or ops[0] == ops[1] or None in seqs or seqs[0] != seqs[1]
+                or any(_ends_line(e, "optype") for e in (first, second))):
+            return None
+        event = min(first, second, key=lambda e: e.order)
+        return Verdict(rank=None, cause=event, rule=MISMATCH_RULE, decided_by="two ranks in different collectives",
+                       reasons=[f"at collective #{seqs[0]} rank {a} waits in {ops[0]} while rank {b} waits in "
+                                f"{ops[1]}: they took different code paths"],
+                       undecided=f"with two ranks the log cannot tell which of {a} and {b} strayed from the "
+                                 "collectives the others run",
+                       candidates=[(a, MISMATCH_RULE, f"waits in {ops[0]}"), (b, MISMATCH_RULE, f"waits in {ops[1]}")])
+
+    def _behind(self, timeouts: dict[int, Event], reports: list[Event]) -> Verdict | None:
+        """The one rank whose last completed collective is behind the others' (each rank's number from the
+        first of its reports that gives one: the watchdog's first line may not, the next one does)."""
         completed: dict[int, int] = {}
-        for r, e in timeouts.items():
+        groups: set[str] = set()  # sequence numbers count per process group: only one group's compare
+        for e in reports:
+            r = self.event_rank(e)
             value = e.fields.get("last_completed")
-            if value is not None and value.lstrip("-").isdigit():
+            if (r in timeouts and r not in completed and e.rule == TIMEOUT_RULE and value is not None
+                    and value.lstrip("-").isdigit()):
                 completed[r] = int(value)
-        if len(completed) < 2 or len(set(completed.values())) < 2:
+                group = _PG_TAG.search(e.line.text)
+                groups.add((group[1] or group[2]) if group else "")
+        if len(completed) < 2 or len(set(completed.values())) < 2 or len(groups - {""}) > 1:
             return None
         lowest = min(completed.values())
         behind = [r for r, v in completed.items() if v == lowest]
@@ -700,6 +750,11 @@ class InitiatorFinder:
         return Verdict(rank=rank, cause=timeouts[rank], rule=STALLED_RULE, decided_by="behind in sequence numbers",
                        reasons=[f"rank {rank} last completed collective #{lowest}, behind the others "
                                 f"({', '.join(f'rank {r}: #{v}' for r, v in sorted(completed.items()) if r != rank)})"])
+
+
+# The process group a watchdog line speaks of (torch >= 2.4's log prefix): its GUID where printed (ranks of
+# different sub-groups can share a PG ID).
+_PG_TAG = re.compile(r"\[PG ID (?:\d+ PG GUID (\w+)|(\d+))")
 
 
 def _idle(event: Event) -> bool:

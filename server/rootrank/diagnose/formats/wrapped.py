@@ -95,12 +95,19 @@ def _boundary(row: bytes, line: bytes) -> bool:
     alone looks like rows of a wrap), one ending and the next starting at the table's edge."""
     end = row.rstrip(b"\r")[-1:]
     return ((end in _CLOSING and line[:1] in _OPENING) or (end in _TABLE_EDGE and line[:1] in _TABLE_EDGE)
-            or _is_rule(row))
+            or _is_rule(row) or (line[:1] in b" \t" and _FRAME_END.search(row) is not None))
+
+
+# A Python traceback's frame line, whole: the source line under it is indented (a wrap that cut the frame
+# would go on with the rest of its text instead).
+_FRAME_END = re.compile(rb'File "[^"]+", line \d+, in [\w<>.]+\r?$')
 
 
 def _is_rule(row: bytes) -> bool:
     """A border of one repeated sign (or blanks) as wide as the block it frames (torchrun's failure summary
-    of torch 1.9-1.10 is framed by rows of `*` and `=` as wide as its widest line): no text was cut there."""
+    of torch 1.9-1.10 is framed by rows of `*` and `=` as wide as its widest line): no text was cut there.
+    (Trailing blanks alone tell nothing: a column-aligned table wrapped by a terminal cuts rows in a run
+    of them.)"""
     row = row.rstrip(b"\r")
     return bool(row) and not row[:1].isalnum() and row.count(row[:1]) == len(row)
 
