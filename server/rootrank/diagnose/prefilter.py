@@ -6,12 +6,14 @@ only lines holding one are decoded and run through the per-line pipeline.
 
 For each literal we pick an *anchor*: a window of it (up to ANCHOR_LEN bytes) that is rare in this
 log, counted in a sample of its start, middle and end, since every occurrence is a line for the
-per-line pipeline. The pure-Python scan runs one regex per anchor first byte: a regex that starts with
-one literal byte skips ahead at memchr-like speed, where an alternation of several first bytes tests
-every byte (ten times slower; it is used when so many first bytes are needed that it costs less). So
-the anchors share a few first bytes, chosen as a weighted set cover (each first byte costs a pass and a
-stop at each of its occurrences), and a window too common to be worth its lines is given up for another. The optional Hyperscan engine (`pip install rootrank[fast]`)
-looks for the very same anchors, so both engines select exactly the same lines and give the same
+per-line pipeline. The pure-Python scan runs one pass per anchor first byte: a regex that starts with
+one literal byte skips ahead in a tight loop (about 0.3 ns a byte), and where that byte is rare in a
+chunk memchr jumps between its occurrences instead (FirstBytePass, ten times faster again), while an
+alternation of several first bytes tests every byte (ten times slower; it is used when so many first
+bytes are needed that it costs less). So the anchors share a few first bytes, chosen as a weighted set
+cover (each first byte costs a pass and a stop at each of its occurrences, a rare one's pass far less),
+and a window too common to be worth its lines is given up for another. The optional Hyperscan engine
+(`pip install rootrank[fast]`) looks for the very same anchors, so both engines select exactly the same lines and give the same
 diagnosis; `ROOTRANK_ENGINE=python|hyperscan` forces one, and `ROOTRANK_ENGINE=off` selects every line
 (the reference the prefilter is tested against).
 """
@@ -42,7 +44,7 @@ LINE_COST = 100_000
 ONE_REGEX_COST = 30
 # A first byte seen less than once per this many bytes is looked for with memchr (FirstBytePass): a stop
 # there costs a Python call (0.3-0.4 us), which the regex engine's skip loop (about 0.3 ns a byte) spends
-# on some 1,500 bytes (measured on 8 MiB chunks of both generators' logs).
+# on some 1,250 bytes (measured on 8 MiB chunks of both generators' logs); rounded up, for a margin.
 SPARSE_STOP_BYTES = 2048
 SPARSE_PASS_COST = 0.12  # memchr over bytes that hold none of it, against the regex's skip loop
 PROBE_BYTES = 64 << 10  # how much of a chunk's head is counted to tell (bytes.count has no memchr)
