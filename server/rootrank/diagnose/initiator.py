@@ -210,12 +210,17 @@ class InitiatorFinder:
             return Verdict(rank=None, cause=first, rule=first.rule, decided_by="no failure; a warning of what a rank suffered",
                            undecided="only warnings of what ranks suffered are in the log; they name no rank "
                                      "that failed")
-        exited = self._launcher_exit_only(units)
+        # The launcher's report of its children: its own lines, else the lines of its failure table (quoted:
+        # a paste that kept the table without the `ChildFailedError` line above it).
+        reported = units
+        if not any(u.role is Role.CONTEXT and u.severity is Severity.ERROR for u in units):
+            reported = [u for u in self.col.units if u.line.quoted and not self.amp_warmup(u)]
+        exited = self._launcher_exit_only(reported)
         if exited is not None:
             return exited
         # A launcher's error summary with nothing of the child's own (the paste kept only the last lines):
         # the child failed, but its reason is not in this log. Said as such, not as "no failure".
-        summaries = [u for u in units if u.role is Role.CONTEXT and u.severity is Severity.ERROR]
+        summaries = [u for u in reported if u.role is Role.CONTEXT and u.severity is Severity.ERROR]
         if summaries:
             first = min(summaries, key=lambda e: e.order)
             rank = self.event_rank(first)
@@ -550,11 +555,12 @@ class InitiatorFinder:
         # message without a rank prefix), rank 0 is no more likely than any other.
         # Rank 0 alive until the launcher's teardown SIGTERMed it (only its watchdog had not fired yet) is no
         # likelier than any rank it SIGTERMed with it.
+        in_barrier = any((e.fields.get("numel_in") or e.fields.get("numel")) == "1" for e in busy
+                         if e.rule == TIMEOUT_RULE)
         if (timeouts and suffered_ranks and 0 not in suffered_ranks and 0 not in self.survivor_ranks()
-                and (0 in missing or _all_but_rank_zero(suffered_ranks, world))):
+                and (0 in missing or _all_but_rank_zero(suffered_ranks, world, in_barrier))):
             candidates = [(r, STALLED_RULE, "did not report the timeout") for r in missing[:MAX_CANDIDATES] if r != 0]
-            numel = first_symptom.fields.get("numel_in") or first_symptom.fields.get("numel")
-            barrier = " in a 1-element barrier" if numel == "1" else ""
+            barrier = " in a 1-element barrier" if in_barrier else ""
             return Verdict(rank=0, cause=first_symptom, rule=STALLED_RULE, decided_by="rank 0 absent from the timeouts",
                            reasons=[f"ranks {victims} timed out{barrier} waiting for a peer while rank 0 shows no "
                                     f"timeout: rank 0 is where serial work (checkpoint save, data preparation, "
@@ -1130,12 +1136,15 @@ def collateral_by_rank(collected: Collected, verdict: Verdict, finder: Initiator
     return out
 
 
-def _all_but_rank_zero(suffered: RankSet, world: RankSet) -> bool:
+def _all_but_rank_zero(suffered: RankSet, world: RankSet, in_barrier: bool) -> bool:
     """With no rank 0 anywhere in the log, rank 0 is taken for the one missing when the ranks that suffered
-    are every rank but 0 (1 to their highest, no gap), or one rank alone (its own file, or the one waiting
-    rank a person pasted: rank 0 is where serial work runs while the others wait). Several ranks with gaps
-    between them are a fragment of the ranks' output, where rank 0 is no likelier than the others not shown."""
+    are every rank but 0 (1 to their highest, no gap), or one rank alone waiting in a barrier (a 1-element
+    collective: what the other ranks run while rank 0 saves a checkpoint or prepares data, the serial work
+    that keeps it away). One rank alone waiting in a collective of real data is a fragment of the ranks'
+    output (one rank's file, one rank a person pasted), where rank 0 is no likelier than the others not
+    shown; so are several ranks with gaps between them."""
     if world and world != suffered:
         return False
     last = suffered.last()
-    return last is not None and (len(suffered) == 1 or (suffered.first() == 1 and len(suffered) == last))
+    one_in_a_barrier = len(suffered) == 1 and in_barrier
+    return last is not None and (one_in_a_barrier or (suffered.first() == 1 and len(suffered) == last))
