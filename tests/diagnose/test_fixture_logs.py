@@ -92,6 +92,7 @@ def test_a_rank_whose_traceback_header_alone_is_shown_keeps_the_named_rank_from_
     "distributed.collective-mismatch--nccl-1409-two-ranks-two-collectives-same-seq",
     "distributed.collective-timeout--discoscene-5-rank7-watchdog-others-sigtermed",
     "distributed.rank-stalled--megatron-ds-338-store-barrier-waiters-only",
+    "distributed.collective-timeout--verl-1158-last-line-cut-after-rank6-prefix",
 ])
 def test_logs_that_do_not_tell_the_rank_name_none(name: str) -> None:
     root = diagnose_paths([FIXTURE_LOGS / name / "log.txt"]).root_cause

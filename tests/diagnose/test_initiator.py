@@ -470,3 +470,30 @@ def test_ranks_that_waited_at_the_start_up_barrier_are_not_the_stalled_ones() ->
     assert root is not None and root.rule == "distributed.rank-stalled"
     assert root.rank is None
     assert "4 of the 8 ranks never arrived" in root.why and "5,7" in root.why
+
+
+# One rank's watchdog line alone, as people paste it: from torchtune PR 2651 (rank 4 waits in a 1-element
+# ALLREDUCE, a barrier, while rank 0 writes the checkpoint) and torchtitan issue 1092 (rank 3 waits in an
+# all-gather of FSDP parameters).
+_IN_A_BARRIER = ("[rank4]:[E430 05:09:48.828088908 ProcessGroupNCCL.cpp:632] [Rank 4] Watchdog caught collective "
+                 "operation timeout: WorkNCCL(SeqNum=9387, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                 "Timeout(ms)=600000) ran for 600005 milliseconds before timing out.")
+_IN_REAL_DATA = ("[rank3]:[E410 14:46:34.630696293 ProcessGroupNCCL.cpp:1896] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+                 "Process group watchdog thread terminated with exception: [Rank 3] Watchdog caught collective "
+                 "operation timeout: WorkNCCL(SeqNum=319682, OpType=_ALLGATHER_BASE, NumelIn=65667328, "
+                 "NumelOut=525338624, Timeout(ms)=600000) ran for 600089 milliseconds before timing out.")
+
+
+def test_one_rank_waiting_in_a_barrier_points_at_rank_0_and_one_waiting_for_data_does_not() -> None:
+    barrier = diagnose_text(_IN_A_BARRIER + "\n").root_cause
+    assert barrier is not None and barrier.rank == 0 and "1-element barrier" in barrier.why
+    data = diagnose_text(_IN_REAL_DATA + "\n").root_cause
+    assert data is not None and data.rank is None and data.rule == "distributed.collective-timeout"
+
+
+def test_a_rank_seen_only_in_the_cut_last_line_is_not_the_one_missing_from_the_timeouts() -> None:
+    # verl issue 1158: the paste ends inside rank 6's first line, right after its glog header.
+    log = (_IN_REAL_DATA.replace("Rank 3", "Rank 2").replace("rank3", "rank2") + "\n" + _IN_REAL_DATA + "\n"
+           + "[rank6]:[E419 10:42:28.887728774 ProcessGroupNCCL.cpp")
+    root = diagnose_text(log).root_cause
+    assert root is not None and root.rank is None and "rank 6" not in root.why.lower()

@@ -86,6 +86,9 @@ class Collected:
     stacks: set[str] = field(default_factory=set)
     groups: list[RankGroup] = field(default_factory=list)  # symptom lines of many ranks, past the first ones
     lines: int = 0  # physical lines of all sources (set by the pipeline)
+    # The newest rank's first line: (rank, line number, characters past its prefix). A rank whose first line is
+    # a paste's last, cut short after its prefix, printed nothing the log shows.
+    newest_rank_start: tuple[int, int, int] | None = None
     sources: list[str] = field(default_factory=list)
     # The newest traceback when no event names it: its exception line (or its last frame, where the paste
     # ends inside the frames) and that line's order; None when an event named that traceback.
@@ -158,6 +161,8 @@ class EventCollector:
         out = self.out
         if line.rank is not None and not line.quoted:
             if line.rank not in out.ranks_seen.small:  # the common case at C speed (see RankSet.small)
+                if line.rank not in out.ranks_seen:
+                    out.newest_rank_start = (line.rank, line.number, len(line.text))
                 out.ranks_seen.add(line.rank)
             if line.host:
                 out.hosts.add(line.rank, line.host)

@@ -56,6 +56,9 @@ STATED_WITHIN = 64  # lines from a frame matched by an entry to the exception li
 # wrapped at 80 columns puts NCCL's detail six rows below.
 WRAPPED_WITHIN = 8
 WRAPPING_RULES = frozenset({GENERIC_RULE, NCCL_ERROR_RULE})  # errors whose message can carry a named one
+# A last line this short past its rank prefix was cut before its message (a c10d glog header alone,
+# `[E419 10:42:28.887728774 ProcessGroupNCCL.cpp:1785] `, is about 55 characters).
+CUT_LINE_CHARS = 64
 MAX_CANDIDATES = 64  # ranks named one by one as candidates; all of them are in the undecided text, as ranges
 AMP_WARMUP_STEPS = 16  # GradScaler halves 65536 at most 16 times before the scale reaches 1
 _FINITE_LOSS = re.compile(r"\bloss'?\"?\s?[:=]?\s?(?P<value>-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
@@ -528,6 +531,9 @@ class InitiatorFinder:
         suffered_ranks = RankSet(suffered)
         suffered_ranks |= grouped
         absent = world - suffered_ranks
+        cut = self._cut_off_rank()
+        if cut is not None and cut in absent:
+            absent = absent - RankSet([cut])
         # A rank the launcher was still to SIGTERM at teardown was alive when the others failed: it neither
         # stalled nor left first (when every absent rank was, the set stays as it is).
         absent = (absent - RankSet(self.survivor_ranks())) or absent
@@ -713,6 +719,16 @@ class InitiatorFinder:
                                         f"{ranks_text(others)} wait in {key}={majority}: "
                                         f"it is on a different code path"])
         return None
+
+    def _cut_off_rank(self) -> int | None:
+        """A rank the log shows only in its very last line, cut a few characters past the rank's prefix (a paste
+        or an excerpt that ends there): it is seen, but what it did is not, so it is not 'absent from the
+        timeouts' either."""
+        start = self.col.newest_rank_start
+        if start is None or len(self.col.sources) != 1:
+            return None
+        rank, number, chars = start
+        return rank if number == self.col.lines and chars < CUT_LINE_CHARS else None
 
     def _two_collectives(self, timeouts: dict[int, Event]) -> Verdict | None:
         """Two ranks alone timed out, at the same sequence number in different collectives: they took
