@@ -104,3 +104,21 @@ def test_a_first_byte_pass_finds_what_finditer_finds_sparse_dense_or_turning_den
             FirstBytePass(b"W", regex).hits(log, start, end, found)
             assert found == [(m.start(), m.group()) for m in regex.finditer(log, start, end)], name
             assert found or start > 0, name
+
+    class CountingRegex:
+        """The pass's regex, counting the scans left to the regex engine's own skip loop."""
+
+        def __init__(self) -> None:
+            self.finditer_calls = 0
+
+        def match(self, buf: bytes, pos: int, end: int) -> object:
+            return regex.match(buf, pos, end)
+
+        def finditer(self, buf: bytes, pos: int, end: int) -> object:
+            self.finditer_calls += 1
+            return regex.finditer(buf, pos, end)
+
+    for name, memchr_only in (("sparse", True), ("dense from the start", False), ("turns dense", False)):
+        counting = CountingRegex()
+        FirstBytePass(b"W", counting).hits(logs[name], 0, len(logs[name]), [])  # type: ignore[arg-type]
+        assert (counting.finditer_calls == 0) is memchr_only, name

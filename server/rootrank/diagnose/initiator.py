@@ -18,7 +18,7 @@ import functools
 import heapq
 import itertools
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -144,7 +144,7 @@ class InitiatorFinder:
     def event_rank(self, event: Event) -> int | None:
         """An event's global rank: its own, else the local rank it names through the agent that printed it. A
         rank that reports waiting for others (`waiter`) without naming one is none of them: no rank."""
-        if "waiter" in event.fields and "peer" not in event.fields:
+        if _waits_unnamed(event):
             return None
         if event.rank is not None:
             return event.rank
@@ -331,11 +331,10 @@ class InitiatorFinder:
     def _waited_for_unnamed(self, event: Event) -> Verdict | None:
         """A rank that reports waiting for others without naming them (a start-up barrier): the ranks that
         printed it arrived; the stalled ones are those that did not, which the log does not name."""
-        waiter = event.fields.get("waiter")
-        if waiter is None or "peer" in event.fields:
+        if not _waits_unnamed(event):
             return None
-        waiters = sorted({int(w) for e in self.col.units if (w := e.fields.get("waiter")) is not None
-                          and e.rule == event.rule and w.isdigit() and "peer" not in e.fields})
+        waiters = sorted({int(e.fields["waiter"]) for e in self.col.units
+                          if e.rule == event.rule and _waits_unnamed(e) and e.fields["waiter"].isdigit()})
         world, joined = event.fields.get("world_size"), event.fields.get("worker_count")
         missing = (f"; {int(world) - int(joined)} of the {world} ranks never arrived" if world and joined
                    and world.isdigit() and joined.isdigit() and int(world) > int(joined) else "")
@@ -841,7 +840,9 @@ def _unexplained(causes: list[Event]) -> list[Event]:
     a process that only lost what was killed (a Ray Tune `TuneError`, a `ChildProcessError`)."""
     if any(e.rule in MEMORY_KILLS for e in causes):
         causes = [e for e in causes if e.rule != GENERIC_RULE] or causes
-    causes = [e for e in causes if e.rule not in WRAPPING_RULES or not _wraps_named_error(e, causes)]
+    if any(e.rule in WRAPPING_RULES for e in causes):
+        named = _named_lines(causes)
+        causes = [e for e in causes if e.rule not in WRAPPING_RULES or not _wraps_named_error(e, named)]
     if any(e.rule != NCCL_ERROR_RULE and "NCCL WARN" in e.line.text for e in causes):
         # NCCL's error code ("internal error", "unhandled cuda error") is what its own WARN lines explain:
         # a CUDA allocation that failed, an IB completion error (printed with NCCL_DEBUG, wherever the paste
@@ -853,17 +854,35 @@ def _unexplained(causes: list[Event]) -> list[Event]:
     return [e for e in causes if e.fields.get("worker_pid") not in killed] or causes
 
 
-def _wraps_named_error(wrapper: Event, causes: list[Event]) -> bool:
+def _waits_unnamed(event: Event) -> bool:
+    """A rank's report that it waits for others without naming one (`waiter`, no `peer`): it names no rank."""
+    return "waiter" in event.fields and "peer" not in event.fields
+
+
+def _named_lines(causes: list[Event]) -> dict[tuple[str, int | None], list[tuple[int, int]]]:
+    """Per process (source, rank), the (line number, indentation) of the causes an entry names by their
+    message: what a generic error's message may go on with (`_wraps_named_error`)."""
+    named: dict[tuple[str, int | None], list[tuple[int, int]]] = defaultdict(list)
+    for e in causes:
+        if e.rule not in WRAPPING_RULES and "frame" not in e.pattern:
+            named[(e.line.source, e.line.rank)].append((e.line.number, _indent(e.line.text)))
+    return named
+
+
+def _wraps_named_error(wrapper: Event, named: dict[tuple[str, int | None], list[tuple[int, int]]]) -> bool:
     """Whether a generic error's message goes on, in the next few lines of the same process, with an error
     an entry names: the generic one wraps it (a lazy import's RuntimeError around the loader's `undefined
-    symbol`, NCCL's "unhandled system error" around its `Last error:`) and that error is the cause."""
+    symbol`, NCCL's "unhandled system error" around its `Last error:`) and that error is the cause. Not a
+    frame of a traceback that follows: indented no deeper than the wrapper (a paste indented as a whole
+    indents both)."""
     line = wrapper.line
-    indent = len(line.text) - len(line.text.lstrip())
-    # Not a frame of a traceback that follows: no frame pattern, and indented no deeper than the wrapper
-    # (a paste indented as a whole indents both).
-    return any(e.rule not in WRAPPING_RULES and e.line.source == line.source and e.line.rank == line.rank
-               and 0 < e.line.number - line.number <= WRAPPED_WITHIN and "frame" not in e.pattern
-               and len(e.line.text) - len(e.line.text.lstrip()) <= indent for e in causes)
+    indent = _indent(line.text)
+    return any(0 < number - line.number <= WRAPPED_WITHIN and depth <= indent
+               for number, depth in named.get((line.source, line.rank), ()))
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
 
 
 def is_launcher_report(event: Event) -> bool:
