@@ -16,11 +16,11 @@ async function askInput(previous: MeasureInput | undefined): Promise<MeasureInpu
   const kind = await vscode.window.showQuickPick([
     { label: 'A factory', description: 'module:function returning (model, example_batch)', source: 'factory' as const },
     { label: 'A Hugging Face config.json', description: 'built on the meta device; never downloads', source: 'hf' as const },
-  ], { title: 'rootrank: what to measure' });
+  ], { title: 'rootrank: what to measure', ignoreFocusOut: true });
   if (!kind) return undefined;
   if (kind.source === 'factory') {
     const target = await vscode.window.showInputBox({
-      title: 'rootrank: factory', prompt: 'module:function (relative to the workspace folder), e.g. mypkg.model:build',
+      title: 'rootrank: factory', ignoreFocusOut: true, prompt: 'module:function (relative to the workspace folder), e.g. mypkg.model:build',
       value: previous?.target ?? '', validateInput: v => /^[\w.]+:[\w.]+$/.test(v.trim()) ? undefined : 'MODULE:FUNCTION',
     });
     return target ? { target: target.trim() } : undefined;
@@ -28,7 +28,7 @@ async function askInput(previous: MeasureInput | undefined): Promise<MeasureInpu
   const picked = await vscode.window.showOpenDialog({ canSelectMany: false, openLabel: 'Measure', filters: { 'config.json': ['json'] } });
   if (!picked?.[0]) return undefined;
   const number = async (title: string, value: number): Promise<number | undefined> => {
-    const text = await vscode.window.showInputBox({ title, value: String(value), validateInput: v => /^[1-9]\d*$/.test(v.trim()) ? undefined : 'a positive integer' });
+    const text = await vscode.window.showInputBox({ title, ignoreFocusOut: true, value: String(value), validateInput: v => /^[1-9]\d*$/.test(v.trim()) ? undefined : 'a positive integer' });
     return text ? Number(text) : undefined;
   };
   const batchSize = await number('rootrank: batch size', previous?.batchSize ?? 1);

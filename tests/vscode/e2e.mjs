@@ -413,16 +413,21 @@ await check('missing-python-then-restart', async () => {
 // 11a. Measure Checkpointing: asks what to measure, runs the probe in the workspace's interpreter, shows
 // the chart; then the hover on the checkpoint call shows the measured numbers
 await check('measure-checkpointing', async () => {
-  // the command asks what to measure; a palette click lost on a loaded machine leaves no question: ask again
+  // the command asks what to measure, then which factory. On a loaded machine a palette click can be lost, or
+  // a late notification can take the focus between the two questions: start over until the second one shows.
   const factory = page.locator('.quick-input-list .monaco-list-row', { hasText: 'A factory' }).first();
+  const factoryQuestion = page.locator('.quick-input-widget', { hasText: 'rootrank: factory' });
   for (let attempt = 1; ; attempt++) {
     await runCommand('rootrank: Measure Checkpointing');
-    if (await factory.waitFor({ timeout: 15000 }).then(() => true, () => false)) break;
-    if (attempt >= 2) throw new Error('"rootrank: Measure Checkpointing" did not ask what to measure');
-    log('     measure: no question of what to measure; running the command again');
+    const asked = await factory.waitFor({ timeout: 15000 }).then(() => true, () => false)
+      && await factory.click({ timeout: 10000 }).then(() => true, () => factory.click({ timeout: 5000, force: true }).then(() => true, () => false))
+      && await factoryQuestion.waitFor({ timeout: 10000 }).then(() => true, () => false);
+    if (asked) break;
+    if (attempt >= 3) throw new Error('"rootrank: Measure Checkpointing" did not ask for a factory');
+    log(`     measure: no question for a factory (attempt ${attempt}); running the command again`);
+    await page.screenshot({ path: `${OUT}/retry-measure-${attempt}.png` }).catch(() => {});
     await page.keyboard.press('Escape').catch(() => {});
   }
-  await factory.click({ timeout: 10000 }).catch(() => factory.click({ timeout: 5000, force: true }));
   const input = page.locator('.quick-input-widget input');
   await input.fill('measure_model:build');
   await page.keyboard.press('Enter');
