@@ -16,8 +16,8 @@ WITH_FIELDS = sorted((e for e in LIBRARY.entries.values()
                       if any(x.fields for x in e.examples_match) and not any(p.ignore_case for p in e.patterns)),
                      key=lambda e: e.id)
 # Entries older than this test where an earlier pattern in name order, without the capture, matches the
-# example's line first: the field is lost in the
-# engine. Kept visible until their patterns are renamed or made exclusive.
+# example's line first: the field is lost in the engine. Kept visible until their patterns are renamed or
+# made exclusive.
 KNOWN = {"checkpoint.use-reentrant-explicit", "deepspeed.op-build-failed", "distributed.rendezvous"}
 
 
