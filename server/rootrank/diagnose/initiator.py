@@ -80,7 +80,7 @@ def _scaler_overflow_line(text: str) -> bool:
 
 
 # Pattern names of launcher lines about a child (torchrun, spawn, DeepSpeed, old launch), by convention.
-LAUNCHER_PATTERN_PREFIXES = ("elastic-", "spawn-", "deepspeed-minus", "calledprocesserror")
+LAUNCHER_PATTERN_PREFIXES = ("elastic-", "spawn-", "deepspeed-minus", "calledprocesserror", "horovodrun-")
 
 
 # Entries whose evidence is about a machine rather than a process: what they report stops every rank
@@ -178,6 +178,18 @@ class InitiatorFinder:
         suffering |= grouped_ranks(self.col, lambda e: not self.amp_warmup(e))
         return [e for e in causes if e.line.rank is not None or self.event_rank(e) not in suffering]
 
+    def without_watchdog_aborts(self, causes: list[Event], units: list[Event]) -> list[Event]:
+        """`causes` without the aborts a collective timeout explains: the NCCL watchdog ends a timed-out
+        process by throwing from its own thread, so the process aborts (`Aborted (core dumped)`, SIGABRT,
+        exit -6) after its timeout. An abort of a rank that reported the timeout, or of a process the log
+        gives no rank, is that; an abort of a rank that reported none stays a cause of its own."""
+        timed_out = [u for u in units if u.rule == TIMEOUT_RULE and u.severity is Severity.ERROR]
+        if not timed_out or not any(_is_abort(e) for e in causes):
+            return causes
+        waiting = RankSet(r for r in (self.event_rank(u) for u in timed_out) if r is not None)
+        return [e for e in causes if not _is_abort(e) or ((rank := self.event_rank(e)) is not None
+                                                          and rank not in waiting)]
+
     # ------------------------------------------------------------------ decision
 
     def decide(self) -> Verdict:
@@ -190,6 +202,7 @@ class InitiatorFinder:
         if not causes:
             causes = [u for u in self.col.units if u.line.quoted and is_error_cause(u)]
         causes = self.without_consequences(causes)
+        causes = self.without_watchdog_aborts(causes, units)
         if causes:
             on_host = HostEvidence(self).decide(causes, units)
             if on_host is not None:
@@ -852,6 +865,13 @@ def _unexplained(causes: list[Event]) -> list[Event]:
     if not killed:
         return causes
     return [e for e in causes if e.fields.get("worker_pid") not in killed] or causes
+
+
+def _is_abort(event: Event) -> bool:
+    """A process that died of SIGABRT, as the shell, the launcher or a signal handler reports it."""
+    fields = event.fields
+    return event.rule == SIGNAL_RULE and (fields.get("signal_name") == "Aborted" or fields.get("signal") == "SIGABRT"
+                                          or fields.get("signo") == "6" or fields.get("exitcode") == "-6")
 
 
 def _waits_unnamed(event: Event) -> bool:
