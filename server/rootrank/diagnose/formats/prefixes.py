@@ -49,7 +49,7 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     # A rank tag in a Python logging format: "[rank3] 2025-01-01 12:00:01,234 INFO ...", or Lightning's
     # rank_prefixed_message: "[rank: 1] message" ("[Rank 3] " is c10d's
     # own message text, left to inline.py).
-    _p("logging-rank-tag", r"\[rank(?:: | ?)(?P<rank>\d{1,6})\]\s(?=\S)", "["),
+    _p("logging-rank-tag", r"\[rank(?:: | ?)(?P<rank>\d{1,6})\]\s", "["),
     # Determined: "[rank=1] || ".
     _p("determined-rank", r"\[rank=(?P<rank>\d{1,6})\]\s\|\|\s?", "["),
     # Ray: "(WorkerDict pid=835, ip=172.26.143.83) ", "(pid=4009) ", "(axolotl-hi-2-spot, pid=16959) ".
