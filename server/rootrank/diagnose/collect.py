@@ -93,6 +93,7 @@ class Collected:
     # The newest traceback when no event names it: its exception line (or its last frame, where the paste
     # ends inside the frames) and that line's order; None when an event named that traceback.
     unexplained_traceback: tuple[LogLine, int] | None = None
+    unexplained_header: LogLine | None = None  # that traceback's first line
     unexplained_ranks: RankSet = field(default_factory=RankSet)  # ranks that printed a traceback no event names
 
 
@@ -144,6 +145,7 @@ class EventCollector:
         self._unnamed: dict[int, _Unnamed] = {}
         self._named: set[int] = set()
         self._closed_unnamed: tuple[LogLine, int] | None = None
+        self._closed_unnamed_header: LogLine | None = None
         self.ignored_blocks: set[int] = set()  # shared with the traceback grouper
         self._order = 0
         self._signatures: dict[tuple[object, ...], int | RankGroup] = {}  # -> ranks kept whole, then the group
@@ -324,7 +326,7 @@ class EventCollector:
         if unnamed is not None:
             end = self._unnamed_end(block, unnamed)
             if end is not None and (self._closed_unnamed is None or end[1] > self._closed_unnamed[1]):
-                self._closed_unnamed = end
+                self._closed_unnamed, self._closed_unnamed_header = end, unnamed.first
             if unnamed.first.rank is not None:
                 self.out.unexplained_ranks.add(unnamed.first.rank)  # even a header alone: a traceback of its own
         self._frames.pop(block, None)
@@ -341,14 +343,15 @@ class EventCollector:
     def compact(self) -> None:
         """Squeeze out the holes close_block left in `units`; the indices of open blocks move with them. Also
         brings the tracebacks no event named up to date (Collected.unexplained_traceback, unexplained_ranks)."""
-        newest = self._closed_unnamed
+        newest, header = self._closed_unnamed, self._closed_unnamed_header
         for block, unnamed in self._unnamed.items():
             if unnamed.first.rank is not None:
                 self.out.unexplained_ranks.add(unnamed.first.rank)
             end = self._unnamed_end(block, unnamed)
             if end is not None and (newest is None or end[1] > newest[1]):
-                newest = end
+                newest, header = end, unnamed.first
         self.out.unexplained_traceback = newest
+        self.out.unexplained_header = header if newest is not None else None
         if not self._holes:
             return
         units = self.out.units

@@ -68,6 +68,9 @@ class Assessor:
         if verdict.decided_by == InitiatorFinder.LEFT_WAITING:
             return Sureness("medium", "the rank's own message says only that its peers went away; that they had "
                                       "finished (a collective mismatch) is inferred from the launcher's account")
+        if verdict.decided_by == InitiatorFinder.STOPPED_AFTER_WARNING:
+            return Sureness("medium", "the process stopped in a traceback cut before its exception, just after this "
+                                      "warning; that the warning's condition raised it is inferred")
         if verdict.decided_by == "the launcher's exit report only":
             return Sureness("low", "only the launcher's exit status is in the log; the worker's own error is not")
         if cause.pattern == UNEXPLAINED_TRACEBACK:

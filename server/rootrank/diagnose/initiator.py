@@ -55,6 +55,7 @@ STATED_WITHIN = 64  # lines from a frame matched by an entry to the exception li
 # "unhandled system error" + "Last error:" + the detail), counted as the terminal printed them: a log
 # wrapped at 80 columns puts NCCL's detail six rows below.
 WRAPPED_WITHIN = 8
+STOPPED_WITHIN = 8  # lines from a warning to a cut traceback it is taken to have raised
 WRAPPING_RULES = frozenset({GENERIC_RULE, NCCL_ERROR_RULE})  # errors whose message can carry a named one
 # A last line this short past its rank prefix was cut before its message (a c10d glog header alone,
 # `[E419 10:42:28.887728774 ProcessGroupNCCL.cpp:1785] `, is about 55 characters).
@@ -216,8 +217,8 @@ class InitiatorFinder:
         soft = [u for u in units if u.role is Role.CAUSE]
         if soft:
             best = max(soft, key=lambda e: (e.severity is Severity.WARNING, -e.order))
-            return Verdict(rank=self.event_rank(best), cause=best, rule=best.rule,
-                           decided_by="no failure; the most important warning")
+            return self._stopped_after(best) or Verdict(rank=self.event_rank(best), cause=best, rule=best.rule,
+                                                        decided_by="no failure; the most important warning")
         # Warnings of what a rank suffered (a lost TCPStore, an NCCL WARN) and nothing else: also printed by
         # runs that finished, so not a failure, but the one thing the log holds; the printer is a victim.
         suffered = [u for u in units if u.role is Role.SYMPTOM and u.severity is Severity.WARNING]
@@ -260,6 +261,30 @@ class InitiatorFinder:
                            decided_by="single process or no rank prefix" if line.rank is None else "its own traceback",
                            reasons=[f"a Python traceback whose last line (line {line.number}) no entry names"])
         return Verdict(rank=None, cause=None, rule=None, decided_by="nothing matched")
+
+    def _stopped_after(self, warning: Event) -> Verdict | None:
+        """A warning the same process follows within a few lines with a traceback cut before its exception
+        (the paste ends in its frames): the process stopped there, and the warning is the last thing it
+        said of why (Dynamo's recompile limit, then FailOnRecompileLimitHit under fullgraph=True)."""
+        unexplained = self.col.unexplained_traceback
+        if unexplained is None:
+            return None
+        line, _order = unexplained
+        header = self.col.unexplained_header
+        said = warning.line
+        # A real traceback's header: frames alone may be the message's own (Dynamo's "from user code:").
+        if (header is None or not header.text.lstrip().startswith("Traceback (most recent call last)")
+                or line.source != said.source or header.source != said.source or line.rank != said.rank):
+            return None
+        head = header.number
+        if not 0 < head - said.number <= STOPPED_WITHIN:
+            return None
+        stopped = Event(rule=warning.rule, role=warning.role, severity=Severity.ERROR, line=said,
+                        fields=warning.fields, pattern=warning.pattern, order=warning.order)
+        return Verdict(rank=self.event_rank(warning), cause=stopped, rule=warning.rule,
+                       decided_by=self.STOPPED_AFTER_WARNING,
+                       reasons=[f"a traceback starts at line {head}, {head - said.number} lines after this warning, and "
+                                f"the log ends in its frames (line {line.number}): the process stopped there"])
 
     def _launcher_exit_only(self, units: list[Event]) -> Verdict | None:
         """A launcher reports a worker's error exit and nothing else failed in the log (an excerpt that
@@ -596,6 +621,7 @@ class InitiatorFinder:
                                  f"which rank stopped first" + (f"; candidates: {absent.text()}" if absent else ""))
 
     LEFT_WAITING = "left waiting by peers that finished"
+    STOPPED_AFTER_WARNING = "a warning, then a traceback that stopped the process"
     IDLE = "no collective in flight while the others timed out"
     NOT_WAITING = "the one rank not waiting in torch when interrupted"
 

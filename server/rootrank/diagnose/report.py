@@ -114,6 +114,8 @@ def _root_cause(verdict: Verdict, collected: Collected, collateral: CollateralRa
     severity = entry.severity
     if cause is not None and cause.severity is not Severity.ERROR and entry.id == cause.rule:
         severity = cause.severity
+    if verdict.decided_by == InitiatorFinder.STOPPED_AFTER_WARNING:
+        severity = Severity.ERROR  # the process stopped right after the warning
     host = verdict.host or (collected.hosts.get(verdict.rank) if verdict.rank is not None else None)
     if host is None and cause is not None:
         if cause.rank == verdict.rank or (cause.rank is None and "peer" not in cause.fields):
