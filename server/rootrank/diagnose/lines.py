@@ -226,7 +226,7 @@ class LineScanner:
                         time = parse_time(text[stamp[0]: stamp[1]])
                 # The stream is the printing process as its prefix tells; a rank named in the message
                 # must not split an unprefixed traceback from its own exception line.
-                stream = (source, stream_rank, local_rank, host)
+                stream = (source, stream_rank, local_rank, host, peeled.pid)
             block = self.tracebacks.assign(stream, text, number)
             if stream_rank is not None:
                 if not quoted:
