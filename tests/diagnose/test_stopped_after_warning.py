@@ -10,7 +10,7 @@ from rootrank.diagnose import diagnose_text
 LIMIT = """\
 W0930 08:14:56.601000 221700 site-packages/torch/_dynamo/convert_frame.py:1016] [0/1] torch._dynamo hit config.recompile_limit (1)
 W0930 08:14:56.601000 221700 site-packages/torch/_dynamo/convert_frame.py:1016] [0/1]    function: 'fn' (/home/u/_test_recompile1.py:14)
-W0930 08:14:56.601000 221700 site-packages/torch/_dynamo/convert_frame.py:1016] [0/1]    last reason: 0/0: 
+W0930 08:14:56.601000 221700 site-packages/torch/_dynamo/convert_frame.py:1016] [0/1]    last reason: 0/0:
 W0930 08:14:56.601000 221700 site-packages/torch/_dynamo/convert_frame.py:1016] [0/1] To log all recompilation reasons, use TORCH_LOGS="recompiles".
 """
 CUT_TRACEBACK = """\
