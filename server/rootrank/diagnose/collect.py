@@ -48,6 +48,9 @@ _PYTHON_WARNING = re.compile(r":\d+: [A-Z]\w{0,40}Warning: ")
 # `2024-05-01 10:00:00 - trainer - WARNING - ...`, loguru's `| WARNING  | ...`: the program logged what it caught
 # and went on. torch's own loggers are left out: torchrun's agent logs its report of a failed child this way.
 _LOGGED_WARNING = re.compile(r"\[WARNING:(?!torch)[\w.-]{1,64}\]|\s-\s(?!torch)[\w.-]{1,64}\s-\sWARNING\s-\s|\|\sWARNING\s{1,4}\|")
+# Dynamo's record of a frame whose compilation failed under `torch._dynamo.config.suppress_errors`: logged at
+# W level by convert_frame.py, after which the frame runs eagerly and the run goes on.
+_DYNAMO_SUPPRESSED = re.compile(r"W\d{4} [\d:.]+ +\d+ \S*_dynamo[/\\]convert_frame\.py:\d+\]")
 ROLE_WEIGHT = {Role.CAUSE: 2, Role.SYMPTOM: 1, Role.CONTEXT: 0}
 
 
@@ -236,7 +239,8 @@ class EventCollector:
         severity = entry.severity
         if severity is Severity.ERROR and (pattern in entry.healthy_too
                                            or ("Warning: " in line.text and _PYTHON_WARNING.search(line.text))
-                                           or ("WARNING" in line.text and _LOGGED_WARNING.search(line.text))):
+                                           or ("WARNING" in line.text and _LOGGED_WARNING.search(line.text))
+                                           or ("convert_frame" in line.raw and _DYNAMO_SUPPRESSED.search(line.raw))):
             severity = Severity.WARNING
         event = Event(rule=entry.id, role=entry.role, severity=severity, line=line, fields=fields,
                       pattern=pattern, order=order)
