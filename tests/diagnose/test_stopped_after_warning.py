@@ -39,3 +39,19 @@ def test_a_traceback_far_below_the_warning_is_not_its_doing() -> None:
     root = diagnose_text(LIMIT + chatter + CUT_TRACEBACK).root_cause
     assert root is not None
     assert (root.rule, root.severity.value) == ("compile.recompile-limit", "warning")
+
+
+# https://github.com/modelscope/ms-swift/issues/8378: the kernel's assertion has no rank prefix; the traceback
+# right below it, cut before its exception, is rank 5's.
+ASSERT_THEN_RANK_TRACEBACK = """\
+/pytorch/aten/src/ATen/native/cuda/TensorCompare.cu:112: _assert_async_cuda_kernel: block: [0,0,0], thread: [0,0,0] Assertion `probability tensor contains either `inf`, `nan` or element < 0` failed.
+[rank5]: Traceback (most recent call last):
+[rank5]:   File "/env/ms-swift/swift/cli/rlhf.py", line 7, in <module>
+[rank5]:     rlhf_main()
+"""
+
+
+def test_an_unprefixed_error_takes_the_rank_of_the_traceback_below_it() -> None:
+    root = diagnose_text(ASSERT_THEN_RANK_TRACEBACK).root_cause
+    assert root is not None
+    assert (root.rule, root.rank) == ("numerics.nan-loss", 5)

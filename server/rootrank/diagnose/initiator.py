@@ -62,7 +62,13 @@ WRAPPING_RULES = frozenset({GENERIC_RULE, NCCL_ERROR_RULE})  # errors whose mess
 CUT_LINE_CHARS = 64
 MAX_CANDIDATES = 64  # ranks named one by one as candidates; all of them are in the undecided text, as ranges
 AMP_WARMUP_STEPS = 16  # GradScaler halves 65536 at most 16 times before the scale reaches 1
-_FINITE_LOSS = re.compile(r"\bloss'?\"?\s?[:=]?\s?(?P<value>-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
+# A finite loss on the line: `loss 2.3`, `'train_loss': 2.3`, `lm_loss=2.3`, or a cross-entropy/NLL column
+# (`ce=0.090`, audiocraft's epoch summary) written with a separator.
+_FINITE_LOSS = re.compile(r"(?:\b[a-z_]{0,20}loss'?\"?\s?[:=]?|\b(?:ce|nll|xent)'?\"?\s?[:=])\s?"
+                          r"(?P<value>-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
+# A loss scaler's current scale on the line (`grad_scale=289800.192`, `'loss_scale': 1024.0`): the scaler is
+# on, and a step whose gradients overflowed was skipped, not applied.
+_SCALER_SCALE = re.compile(r"\b(?:grad|loss)_scale'?\"?\s?[:=]\s?(?P<value>\d+(?:\.\d+)?(?:e[-+]?\d+)?)\b", re.IGNORECASE)
 # A metric logged as non-finite: `'rewards/chosen': nan`, `grad norm: inf`, `loss=nan` (its name, with a
 # `grad ` before it kept: Megatron's `grad norm`).
 _NONFINITE_METRIC = re.compile(r"""(?:^|[\s,{(|'"])(?P<name>(?:grad[ _])?[A-Za-z_][\w/.\-]*)['"]?\s?[:=]\s?['"]?[-+]?(?:nan|inf)\b""",
@@ -70,12 +76,16 @@ _NONFINITE_METRIC = re.compile(r"""(?:^|[\s,{(|'"])(?P<name>(?:grad[ _])?[A-Za-z
 
 
 def _scaler_overflow_line(text: str) -> bool:
-    """Whether the line reads as an fp16 loss scaler's skipped step: a finite, non-zero loss and no
-    non-finite value but gradient norms. An overflow leaves the forward pass alone, so a loss of exactly
-    zero (the weights are NaN already; the entry's "all later losses NaN (or 0)") or NaN log-probs,
-    rewards or logits on the same line are the divergence itself, not the scaler calibrating."""
+    """Whether the line reads as an fp16 loss scaler's skipped step: a finite, non-zero loss (or, with no
+    loss on the line, the scaler's own non-zero scale) and no non-finite value but gradient norms. An
+    overflow leaves the forward pass alone, so a loss of exactly zero (the weights are NaN already; the
+    entry's "all later losses NaN (or 0)") or NaN log-probs, rewards or logits on the same line are the
+    divergence itself, not the scaler calibrating."""
     loss = _FINITE_LOSS.search(text)
-    if loss is None or float(loss["value"]) == 0:
+    if loss is not None:
+        if float(loss["value"]) == 0:
+            return False
+    elif (scale := _SCALER_SCALE.search(text)) is None or float(scale["value"]) == 0:
         return False
     return all("grad" in m["name"].lower() for m in _NONFINITE_METRIC.finditer(text))
 
@@ -217,7 +227,7 @@ class InitiatorFinder:
         soft = [u for u in units if u.role is Role.CAUSE]
         if soft:
             best = max(soft, key=lambda e: (e.severity is Severity.WARNING, -e.order))
-            return self._stopped_after(best) or Verdict(rank=self.event_rank(best), cause=best, rule=best.rule,
+            return self._stopped_after(soft) or Verdict(rank=self.event_rank(best), cause=best, rule=best.rule,
                                                         decided_by="no failure; the most important warning")
         # Warnings of what a rank suffered (a lost TCPStore, an NCCL WARN) and nothing else: also printed by
         # runs that finished, so not a failure, but the one thing the log holds; the printer is a victim.
@@ -262,23 +272,38 @@ class InitiatorFinder:
                            reasons=[f"a Python traceback whose last line (line {line.number}) no entry names"])
         return Verdict(rank=None, cause=None, rule=None, decided_by="nothing matched")
 
-    def _stopped_after(self, warning: Event) -> Verdict | None:
-        """A warning the same process follows within a few lines with a traceback cut before its exception
-        (the paste ends in its frames): the process stopped there, and the warning is the last thing it
-        said of why (Dynamo's recompile limit, then FailOnRecompileLimitHit under fullgraph=True)."""
+    def _rank_of_traceback_after(self, event: Event) -> tuple[int | None, str]:
+        """The rank of the one traceback no event names, when it starts right below an unprefixed error
+        (a CUDA kernel's assertion, printed by the driver without the rank's prefix, then that rank's
+        Python traceback, cut before its exception)."""
+        header = self.col.unexplained_header
+        ranks = self.col.unexplained_ranks
+        if header is None or header.rank is None or len(ranks) != 1 or header.rank not in ranks:
+            return None, ""
+        if header.source != event.line.source or not 0 < header.number - event.line.number <= STOPPED_WITHIN:
+            return None, ""
+        return header.rank, (f"the traceback right below it (line {header.number}) is rank {header.rank}'s, the "
+                             f"only rank with one")
+
+    def _stopped_after(self, warnings: list[Event]) -> Verdict | None:
+        """The last warning a process printed before a traceback cut before its exception (the paste ends
+        in its frames) that follows it within a few lines: the process stopped there, and the warning is
+        the last thing it said of why (Dynamo's recompile limit, then FailOnRecompileLimitHit under
+        fullgraph=True; fairseq's loss scale halving, then its FloatingPointError)."""
         unexplained = self.col.unexplained_traceback
-        if unexplained is None:
+        header = self.col.unexplained_header
+        # A real traceback's header: frames alone may be the message's own (Dynamo's "from user code:").
+        if (unexplained is None or header is None
+                or not header.text.lstrip().startswith("Traceback (most recent call last)")):
             return None
         line, _order = unexplained
-        header = self.col.unexplained_header
-        said = warning.line
-        # A real traceback's header: frames alone may be the message's own (Dynamo's "from user code:").
-        if (header is None or not header.text.lstrip().startswith("Traceback (most recent call last)")
-                or line.source != said.source or header.source != said.source or line.rank != said.rank):
-            return None
         head = header.number
-        if not 0 < head - said.number <= STOPPED_WITHIN:
+        before = [w for w in warnings if w.line.source == header.source == line.source and w.line.rank == line.rank
+                  and 0 < head - w.line.number <= STOPPED_WITHIN]
+        if not before:
             return None
+        warning = max(before, key=lambda w: w.line.number)
+        said = warning.line
         stopped = Event(rule=warning.rule, role=warning.role, severity=Severity.ERROR, line=said,
                         fields=warning.fields, pattern=warning.pattern, order=warning.order)
         return Verdict(rank=self.event_rank(warning), cause=stopped, rule=warning.rule,
@@ -331,9 +356,13 @@ class InitiatorFinder:
             if waited is not None:
                 return waited
             rank, how = self._rank_from_launcher()
+            decided_by = "launcher exit"
+            if rank is None:
+                rank, how = self._rank_of_traceback_after(event)
+                decided_by = "the traceback that follows"
             reasons = [f"the failure was printed without a rank prefix; {how}"] if rank is not None else []
             return Verdict(rank=rank, cause=event, rule=event.rule,
-                           decided_by="launcher exit" if rank is not None else "single process or no rank prefix",
+                           decided_by=decided_by if rank is not None else "single process or no rank prefix",
                            reasons=reasons)
         timed = {r: e.line.time for r, e in ranked.items()}
         use_time = len(ranked) > 1 and all(t is not None for t in timed.values())
