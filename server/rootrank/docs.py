@@ -99,6 +99,8 @@ def entry_markdown(entry: Entry, installed: Mapping[str, str] | None = None) -> 
         out.append("\n".join(f"- `{p.name}`: `{p.regex.pattern}` — from {p.source} ({_pattern_versions(p.versions)})"
                              + (f". Alone, without another of these messages, it may also be {p.alone}" if p.alone else "")
                              + (f". A warning, not an error: {p.also_healthy}" if p.also_healthy else "")
+                             + (f". An error, though printed as a warning: {p.warned_on_failure}"
+                                if p.warned_on_failure else "")
                              for p in entry.patterns))
     out += versions_section(entry.id, installed)
     if entry.examples_match:

@@ -238,7 +238,8 @@ class EventCollector:
             fields = {**fields, "innermost": self._frames[line.block][0].text.strip()[:KEPT_FIELD_CHARS]}
         severity = entry.severity
         if severity is Severity.ERROR and (pattern in entry.healthy_too
-                                           or ("Warning: " in line.text and _PYTHON_WARNING.search(line.text))
+                                           or ("Warning: " in line.text and pattern not in entry.warned_on_failure
+                                               and _PYTHON_WARNING.search(line.text))
                                            or ("WARNING" in line.text and _LOGGED_WARNING.search(line.text))
                                            or ("convert_frame" in line.raw and _DYNAMO_SUPPRESSED.search(line.raw))):
             severity = Severity.WARNING

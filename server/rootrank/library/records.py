@@ -35,6 +35,9 @@ class LogPattern:
     # Runs that finish print this message too (NCCL's INFO line when a peer disconnects at exit): its lines
     # are warnings, and this text says when a healthy run prints it.
     also_healthy: str = ""
+    # Printed under a Python warning's header (`file.py:N: UserWarning: ...`) but only while the failure
+    # happens (anomaly mode's "Error detected in ..."): its lines stay errors; this text says why.
+    warned_on_failure: str = ""
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -88,6 +91,11 @@ class Entry:
     def healthy_too(self) -> frozenset[str]:
         """The names of its patterns whose message runs that finish print too (`also_healthy`)."""
         return frozenset(p.name for p in self.patterns if p.also_healthy)
+
+    @functools.cached_property
+    def warned_on_failure(self) -> frozenset[str]:
+        """The names of its patterns printed as a Python warning only while the failure happens."""
+        return frozenset(p.name for p in self.patterns if p.warned_on_failure)
 
     @property
     def verify(self) -> str:

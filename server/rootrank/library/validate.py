@@ -236,9 +236,13 @@ class EntryValidator:
         if not isinstance(also_healthy, str):
             self.fail(f"{where}.also_healthy", "must be a string (when a run that finishes prints this message)")
             also_healthy = ""
+        warned_on_failure = item.get("warned_on_failure", "")
+        if not isinstance(warned_on_failure, str):
+            self.fail(f"{where}.warned_on_failure", "must be a string (why its warning is printed only on failure)")
+            warned_on_failure = ""
         return LogPattern(entry_id, name, regex_text, literal, ignore_case, str(item["source"]),
                           str(item["versions"]), str(rank_is), follows, tuple(after), alone.strip(),
-                          also_healthy.strip())
+                          also_healthy.strip(), warned_on_failure.strip())
 
     def regex_is_usable(self, where: str, regex_text: str, literal: str, ignore_case: bool) -> bool:
         """It compiles, cannot backtrack catastrophically, and every match holds the literal."""
