@@ -320,6 +320,10 @@ class InitiatorFinder:
         if not reports:
             return None
         rank, why = self._rank_from_launcher()
+        named = reports[0].fields.get("peer") or ""
+        if rank is None and named.isdigit():
+            # The launcher's line names the rank itself (Composer's `Rank 1 crashed with exit code 1.`).
+            rank, why = int(named), f"the launcher's line names rank {named}"
         code = reports[0].fields["exitcode"]
         reasons = [f"the launcher reports a worker exit with status {code} (not a signal) at line "
                    f"{reports[0].line.number}, and the log holds no error of the worker's own: its traceback is "

@@ -22,8 +22,12 @@ from rootrank.diagnose.tracebacks import TracebackGrouper
 from rootrank.model import LogLine
 
 # torch.multiprocessing.spawn re-raises a child's exception with its traceback after this line: N is the
-# process index, the rank on a single node (detectron2 and Lightning launch this way).
-_SPAWN_CHILD = re.compile(r"^-- Process (?P<index>\d{1,6}) terminated with the following error:")
+# process index, the rank on a single node (detectron2 and Lightning launch this way). Composer's launcher
+# prints a crashed rank's captured output between `----------Begin global rank N STDERR----------` and its
+# End line (composer/cli/launcher.py, _print_process_exit_status).
+_SPAWN_CHILD = re.compile(r"^(?:-- Process (?P<index>\d{1,6}) terminated with the following error:"
+                          r"|-{10}Begin global rank (?P<rank>\d{1,6}) STD(?:ERR|OUT)-{10})")
+CHILD_MARKERS = ("-- Process ", "----------Begin global rank ")
 # torchrun's own traceback: its entry point, its main, the elastic agent and launcher.
 _LAUNCHER_FRAME = re.compile(r'^\s*File "[^"]*(?:[/\\]bin[/\\]torchrun|torch[/\\]distributed[/\\](?:run\.py|launcher[/\\]|elastic[/\\]))')
 ADOPT_WINDOW = 3  # lines between a rank-tagged record and the unprefixed traceback it printed
@@ -49,7 +53,7 @@ class RankAdoption:
     def spawn_marker(self, source: str, number: int, text: str) -> None:
         m = _SPAWN_CHILD.match(text)
         if m:
-            self._last[source] = (number, int(m["index"]), None)
+            self._last[source] = (number, int(m["index"] or m["rank"]), None)
 
     def block_rank(self, source: str, number: int, block: int, text: str = "") -> tuple[int, float | None] | None:
         """The adopted (rank, time) of an unprefixed line's traceback block, if any. A frame of the launcher's
@@ -232,7 +236,7 @@ class LineScanner:
                 if not quoted:
                     self.adoption.tagged(source, number, stream_rank, time)
             elif not quoted and local_rank is None:
-                if text.startswith("-- Process "):
+                if text.startswith(CHILD_MARKERS):
                     self.adoption.spawn_marker(source, number, text)
                 adopted = self.adoption.block_rank(source, number, block, text)
                 if adopted is not None:

@@ -78,8 +78,9 @@ STRUCTURAL_LITERALS = (
     "group_rank=",
     "--node-rank",
     "--node_rank",
-    # torch.multiprocessing.spawn names the child whose traceback follows.
+    # torch.multiprocessing.spawn names the child whose traceback follows; so does Composer's launcher.
     "terminated with the following error",
+    "----------Begin global rank ",
 )
 
 
