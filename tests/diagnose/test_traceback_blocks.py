@@ -136,3 +136,14 @@ def test_a_paste_cut_after_the_header_is_one_block_from_its_first_frame() -> Non
              "[rank0]: Cuda failure 802 'system not yet initialized'"]
     d = diagnose_text("\n".join(lines))
     assert d.root_cause is not None and d.root_cause.rule == "hardware.fabric-manager-not-running"
+
+
+def test_an_exception_whose_message_is_on_the_lines_below_takes_their_entry() -> None:
+    # https://github.com/Lightning-AI/pytorch-lightning/issues/16900: `RuntimeError: ` and the message
+    # multiprocessing raises, indented as its source wrote it.
+    log = ("RuntimeError: \n"
+           "        An attempt has been made to start a new process before the\n"
+           "        current process has finished its bootstrapping phase.\n")
+    root = diagnose_text(log).root_cause
+    assert root is not None
+    assert root.rule == "process.spawn-main-guard"

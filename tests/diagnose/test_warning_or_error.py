@@ -44,3 +44,4 @@ def test_another_python_warning_stays_a_warning() -> None:
               "requires_grad=True. Gradients will be None\n")
     root = diagnose_text(warned).root_cause
     assert root is None or root.severity.value == "warning"
+

@@ -953,10 +953,13 @@ def _wraps_named_error(wrapper: Event, named: dict[tuple[str, int | None], list[
     an entry names: the generic one wraps it (a lazy import's RuntimeError around the loader's `undefined
     symbol`, NCCL's "unhandled system error" around its `Last error:`) and that error is the cause. Not a
     frame of a traceback that follows: indented no deeper than the wrapper (a paste indented as a whole
-    indents both)."""
+    indents both), unless the wrapper's own line holds no message (it starts on the next line)."""
     line = wrapper.line
     indent = _indent(line.text)
-    return any(0 < number - line.number <= WRAPPED_WITHIN and depth <= indent
+    # `RuntimeError: ` and nothing else: the message is on the lines below, indented as the code that
+    # raised it wrote it (multiprocessing's "An attempt has been made to start a new process ...").
+    bare = line.text.rstrip().endswith(":")
+    return any(0 < number - line.number <= WRAPPED_WITHIN and (bare or depth <= indent)
                for number, depth in named.get((line.source, line.rank), ()))
 
 
