@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from rootrank.diagnose import select as select_mod
-from rootrank.diagnose.prefilter import AnchorChoice, Prefilter
+from rootrank.diagnose.prefilter import AnchorChoice, Prefilter, windows_of
 
 # Ordinary chatter that holds most of the literal "checkpointing.py failed to save" except its end.
 CHATTER = b"".join(b"[rank%d]: INFO checkpointing.py: saved shard %d of step %d\n" % (r, r, s)
@@ -122,3 +122,19 @@ def test_a_first_byte_pass_finds_what_finditer_finds_sparse_dense_or_turning_den
         counting = CountingRegex()
         FirstBytePass(b"W", counting).hits(logs[name], 0, len(logs[name]), [])  # type: ignore[arg-type]
         assert (counting.finditer_calls == 0) is memchr_only, name
+
+
+def test_the_cover_covers_every_literal_and_costs_no_more_than_the_greedy_pick() -> None:
+    import random
+
+    rng = random.Random(7)
+    alphabet = b"abcdefghijklmnopqrstuvwxyz:=_ -ABCDEFGHIJKLMNOP"
+    for _ in range(40):
+        literals = [bytes(rng.choice(alphabet) for _ in range(rng.randint(4, 16))) for _ in range(rng.randint(5, 60))]
+        frequency = Counter({b: rng.randint(0, 20000) for b in alphabet})
+        choice = AnchorChoice(literals, frequency)
+        starts = {lit: frozenset(w[0] for w in windows_of(lit)) for lit in set(literals)}
+        cover = choice._cover(sorted(set(literals)))
+        assert all(starts[lit] & cover for lit in starts)
+        greedy = choice._greedy(set(starts), starts, set())
+        assert sum(map(choice.byte_cost, cover)) <= sum(map(choice.byte_cost, greedy)) + 1e-9

@@ -144,11 +144,33 @@ class AnchorChoice:
         return min(1 + STOP_COST * frequency, SPARSE_PASS_COST + SPARSE_STOP_BYTES * frequency)
 
     def _cover(self, literals: list[bytes]) -> set[int]:
+        """A greedy weighted cover, then improved: each chosen byte, costliest first, is dropped when the
+        literals it alone covered can be covered again for less (a greedy pick of a dense byte early on,
+        for the many literals it covers, can leave a few cheap bytes doing the same job for less)."""
+        starts = {lit: frozenset(w[0] for w in windows_of(lit)) for lit in literals}
+        chosen = self._greedy(set(literals), starts, set())
+        improved = True
+        while improved:
+            improved = False
+            for byte in sorted(chosen, key=lambda b: (-self.byte_cost(b), b)):
+                rest = chosen - {byte}
+                alone = {lit for lit in literals if not starts[lit] & rest}
+                again = self._greedy(alone, starts, {byte})
+                if again is not None and sum(map(self.byte_cost, again)) < self.byte_cost(byte) - 1e-9:
+                    chosen = rest | again
+                    improved = True
+                    break
+        return chosen
+
+    def _greedy(self, literals: set[bytes], starts: dict[bytes, frozenset[int]], banned: set[int]) -> set[int]:
+        """Bytes covering `literals`, none of `banned` (a literal only `banned` bytes start can be covered
+        only by them: then every byte it needs is allowed)."""
         chosen: set[int] = set()
-        starts = {lit: {w[0] for w in windows_of(lit)} for lit in literals}
         uncovered = set(literals)
         while uncovered:
-            gain: Counter[int] = Counter(b for lit in uncovered for b in starts[lit])
+            gain: Counter[int] = Counter(b for lit in uncovered for b in starts[lit] - banned)
+            if not gain:
+                gain = Counter(b for lit in uncovered for b in starts[lit])
             best = max(gain, key=lambda b: (gain[b] / self.byte_cost(b), -b))
             chosen.add(best)
             uncovered = {lit for lit in uncovered if best not in starts[lit]}
