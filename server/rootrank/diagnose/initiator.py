@@ -321,7 +321,8 @@ class InitiatorFinder:
             return None
         rank, why = self._rank_from_launcher()
         named = reports[0].fields.get("peer") or ""
-        if rank is None and named.isdigit():
+        # One rank, not the first of a range or list (srun's `tasks 2-3:`, `tasks 1,3:` name no single rank).
+        if rank is None and named.isdigit() and not re.search(rf"\b{named}[-,]\d", reports[0].line.text):
             # The launcher's line names the rank itself (Composer's `Rank 1 crashed with exit code 1.`).
             rank, why = int(named), f"the launcher's line names rank {named}"
         code = reports[0].fields["exitcode"]

@@ -68,7 +68,7 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     _p("syslog-stamp", r"(?P<time>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s{1,2}\d{1,2}\s\d\d:\d\d:\d\d"
                        r"(?:\.\d{1,9})?)\s(?:(?P<host>[\w.-]{1,64})\s[\w@.-]{1,64}\[\d{1,9}\]:\s)?", "ADFJMNOS"),
     # Collector timestamps in front of everything: ISO 8601 (container runtime), with an optional pod name.
-    _p("iso-stamp", rf"(?P<time>{_TS})\s+(?:(?P<host>[\w.-]{{1,64}})\s>>\s)?", _DIGITS),
+    _p("iso-stamp", rf"(?P<time>{_TS}):?\s+(?:(?P<host>[\w.-]{{1,64}})\s>>\s)?", _DIGITS),
     _p("bracket-iso-stamp", rf"[\[【](?P<time>{_TS})[\]】]\s?", "[【"),
     _p("cloudwatch", rf"\s*\|\s(?P<time>{_TS})\s\|\s", " |"),
     _p("clock-stamp", r"(?P<time>\d\d:\d\d:\d\d\.\d{3})\s(?=\[)", _DIGITS),
