@@ -156,7 +156,7 @@ class AnchorChoice:
                 rest = chosen - {byte}
                 alone = {lit for lit in literals if not starts[lit] & rest}
                 again = self._greedy(alone, starts, {byte})
-                if again is not None and sum(map(self.byte_cost, again)) < self.byte_cost(byte) - 1e-9:
+                if sum(map(self.byte_cost, again)) < self.byte_cost(byte) - 1e-9:
                     chosen = rest | again
                     improved = True
                     break
