@@ -73,6 +73,9 @@ class Assessor:
                                       "warning; that the warning's condition raised it is inferred")
         if verdict.decided_by == "the launcher's exit report only":
             return Sureness("low", "only the launcher's exit status is in the log; the worker's own error is not")
+        if cause.pattern == UNEXPLAINED_TRACEBACK and cause.fields.get("exception"):
+            return Sureness("medium", f"a traceback that ends in an exception no entry names "
+                                      f"(`{cause.fields['exception']}`): the process raised it; why is in its message")
         if cause.pattern == UNEXPLAINED_TRACEBACK:
             return Sureness("low", "a traceback whose last line names no known exception (cut off, or a message "
                                    "without its class): only its frames say where the process failed")

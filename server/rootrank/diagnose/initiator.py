@@ -265,11 +265,14 @@ class InitiatorFinder:
             # A traceback no entry names: the paste ends inside its frames, or its exception line is one no
             # pattern reads (a message without its class). It still ended the process that printed it.
             line, order = unexplained
-            event = Event(rule=GENERIC_RULE, role=Role.CAUSE, severity=Severity.ERROR, line=line, fields={},
+            fields = exception_of_last_line(line.text)
+            event = Event(rule=GENERIC_RULE, role=Role.CAUSE, severity=Severity.ERROR, line=line, fields=fields,
                           pattern=UNEXPLAINED_TRACEBACK, order=order)
+            said = (f"ends in `{fields['exception']}`, an exception" if fields else "whose last line") + \
+                f" (line {line.number}) no entry names"
             return Verdict(rank=self.event_rank(event), cause=event, rule=GENERIC_RULE,
                            decided_by="single process or no rank prefix" if line.rank is None else "its own traceback",
-                           reasons=[f"a Python traceback whose last line (line {line.number}) no entry names"])
+                           reasons=[f"a Python traceback {said}"])
         return Verdict(rank=None, cause=None, rule=None, decided_by="nothing matched")
 
     def _rank_of_traceback_after(self, event: Event) -> tuple[int | None, str]:
@@ -892,6 +895,22 @@ _NARRATION = re.compile(
     r"encounter(?:ed)?|receive[d]?|hit|face[d]?|run into|ran into|tried|try))\b|\b[Mm]y (?:code|model|script|"
     r"training|job|run)\b")
 _EXCEPTION_WORD = re.compile(r"\b\w*(?:Error|Exception)\b")
+# How Python prints the exception that ends a traceback (traceback.format_exception_only): its qualified
+# class name, then `: message` unless the message is empty. Classes not named ...Error/...Exception
+# (`pyarrow.lib.ArrowInvalid`, `jinja2.exceptions.TemplateNotFound`) have no pattern of their own; a bare
+# word ("Killed", a shell's) is not taken for one: it needs a module path or a message.
+_LAST_LINE_EXCEPTION = re.compile(
+    r"^\s{0,8}(?P<exception>(?:[A-Za-z_]\w{0,80}\.){1,12}_?[A-Z]\w{0,80}|_?[A-Z]\w{0,80}(?=:\s))"
+    r"(?::\s(?P<message>\S.{0,1999})|:?\s*$)")
+
+
+def exception_of_last_line(text: str) -> dict[str, str]:
+    """The exception class (and message) a traceback's last line names, as Python prints it; {} when the
+    line is no such line (the traceback was cut inside its frames)."""
+    found = _LAST_LINE_EXCEPTION.match(text)
+    if found is None:
+        return {}
+    return {name: value for name, value in found.groupdict().items() if value}
 
 
 def is_narrated(event: Event) -> bool:

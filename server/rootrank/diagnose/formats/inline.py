@@ -1,7 +1,8 @@
 """Ranks named inside a message by the code that printed it, for lines without a rank prefix.
 
 Only forms that name the printing process count: `[Rank 3]` (c10d), `[PG 0 (default_pg) Rank 3]`,
-`GLOBAL_RANK: 3` and `[rank: 3] ` (Lightning), `with rank id: 3` (InternLM), `[RANK 3]`, `Rank 3: ` at the start (Megatron).
+`GLOBAL_RANK: 3` and `[rank: 3] ` (Lightning), `with rank id: 3` (InternLM), `[RANK 3]`, `Rank 3: ` at the start (Megatron),
+`[PID:123] [RANK:3] ` (axolotl), `INFO [root, rank=3] ` (OLMo).
 A sub-group rank (`[PG ID 4 PG GUID 10 Rank 1]`) is not the global rank and is ignored, and so is a
 `[Rank N]` in the same message (c10d prints the group's own rank there too); so are lines
 that name several ranks ("Rank 0 is running collective ..., but Rank 1 ...").
@@ -24,8 +25,13 @@ _FORMS = (
     # Lightning's rank_prefixed_message (and the RankedLogger of lightning-hydra-template) after a logging
     # format's own header: "[2024-03-01 10:00:00,123][src.train][INFO] - [rank: 1] Instantiating model".
     re.compile(r"(?:^|\s)\[rank: (?P<rank>\d{1,6})\] "),
+    # axolotl's logging format: "[%(asctime)s] [%(levelname)s] [%(name)s.%(funcName)s:%(lineno)d]
+    # [PID:%(process)d] [RANK:%(rank)d] %(message)s" (axolotl-ai-cloud/axolotl:src/axolotl/logging_config.py).
+    re.compile(r"\[PID:\d{1,9}\] \[RANK:(?P<rank>\d{1,6})\] "),
+    # OLMo's console format: "LEVEL [logger, rank=N] message" (allenai/OLMo: olmo/util.py's log record factory).
+    re.compile(r"(?:^|\] )[A-Z]{4,8} \[[\w.]{1,80}, rank=(?P<rank>\d{1,6})\] "),
 )
-_MARKERS = ("Rank ", "RANK", "rank ", "rank id", "[rank: ")
+_MARKERS = ("Rank ", "RANK", "rank ", "rank id", "[rank: ", ", rank=")
 # A process group other than the default one (`[PG 1 Rank 1]`, `[PG ID 4 PG GUID 10 Rank 1]`): c10d's
 # `[Rank N]` in the same message is that group's rank_ too, not the global rank.
 _SUB_GROUP = re.compile(r"\[PG (?:ID )?(?!0\b)\d{1,6}\b")

@@ -74,6 +74,10 @@ PREFIXES: tuple[PrefixFormat, ...] = (
     _p("clock-stamp", r"(?P<time>\d\d:\d\d:\d\d\.\d{3})\s(?=\[)", _DIGITS),
     # glog header of torchelastic / c10d Python logging: "W1129 23:34:51.266000 14686 torch/.../api.py:908] ".
     _p("glog", r"(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})\s+(?P<pid>\d{1,16})\s+[\w/.+-]{1,200}:\d{1,6}\]\s?", "IWEF"),
+    # vLLM's logger (vllm/logger.py: "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d] %(message)s", date
+    # "%m-%d %H:%M:%S"), on the lines of a logged error: logger.exception prints every line of its traceback
+    # behind it. INFO and WARNING lines keep it, so that a warning still reads as one.
+    _p("vllm-error", r"(?:ERROR|CRITICAL)\s\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d{1,6})?\s\[[\w./-]{1,200}:\d{1,6}\]\s?", "EC"),
     # bracketed glog of c10d C++: "[E1026 04:01:30.105007493 ProcessGroupNCCL.cpp:1858] ", "[E ProcessGroupNCCL.cpp:566] ".
     _p("glog-bracket", r"\[(?:(?P<glog>[IWEF]\d{3,4}\s\d\d:\d\d:\d\d\.\d{1,9})|[IWEF])\s[\w/.+-]{1,200}:\d{1,6}\]\s?", "["),
     # Line numbers a log viewer or an editor put in front of a pasted excerpt: "[80746] [rank0]:[E321 ...".
