@@ -40,6 +40,13 @@ from rootrank.diagnose.formats.timestamps import find_time, parse_time
         ("Dec 03 16:35:53 [rank1]: Traceback (most recent call last):", 1, None, None, "Traceback (most recent call last):"),
         # kubectl logs --prefix (format of kubectl's logs command: "[pod/<pod>/<container>] ").
         ("[pod/trainjob-worker-1/pytorch] [rank2]: RuntimeError: boom", 2, None, "trainjob-worker-1", "RuntimeError: boom"),
+        # vLLM's logger on a logged error's lines (vllm/logger.py's format); its INFO and WARNING lines keep it.
+        ("ERROR 04-29 00:53:54 [core.py:398] ModuleNotFoundError: No module named 'pyarrow'", None, None, None,
+         "ModuleNotFoundError: No module named 'pyarrow'"),
+        ("(EngineCore_DP0 pid=4242) ERROR 01-04 21:58:22 [core.py:710]   File \"/x/core.py\", line 701, in run", None,
+         None, None, "  File \"/x/core.py\", line 701, in run"),
+        ("WARNING 04-29 00:53:54 [config.py:1] CUDA graph is not supported", None, None, None,
+         "WARNING 04-29 00:53:54 [config.py:1] CUDA graph is not supported"),
         ("plain text line", None, None, None, "plain text line"),
     ],
 )
@@ -131,6 +138,12 @@ def test_ranks_from_path(path: str, expected: tuple[int | None, int | None, str 
         ("Initializing distributed: GLOBAL_RANK: 2, MEMBER: 3/4", 2),
         ("Rank 0 is running collective: CollectiveFingerPrint(OpType=ALLGATHER), but Rank 1 is running collective", None),
         ("AssertionError: Rank 3: found NaN in local grad norm in backwards pass.", 3),
+        # axolotl's logging format and OLMo's console format (https://github.com/axolotl-ai-cloud/axolotl/issues/1947,
+        # https://github.com/RAIVNLab/MatFormer-OLMo/issues/2).
+        ("[2024-10-06 10:00:00,000] [ERROR] [axolotl.load_model:808] [PID:45370] [RANK:0] Error(s) in loading", 0),
+        ("[2024-04-18 09:09:04] CRITICAL [root, rank=3] Uncaught ValueError: Must flatten tensors", 3),
+        ("CRITICAL [root, rank=1] Uncaught ValueError: x", 1),
+        ("[RANK:0] without the pid is not axolotl's format", None),
     ],
 )
 def test_rank_in_message(text: str, rank: int | None) -> None:
