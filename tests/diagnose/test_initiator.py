@@ -497,3 +497,27 @@ def test_a_rank_seen_only_in_the_cut_last_line_is_not_the_one_missing_from_the_t
            + "[rank6]:[E419 10:42:28.887728774 ProcessGroupNCCL.cpp")
     root = diagnose_text(log).root_cause
     assert root is not None and root.rank is None and "rank 6" not in root.why.lower()
+
+
+def test_an_abort_after_the_process_printed_its_error_is_how_it_died_not_why() -> None:
+    # libstdc++'s terminate handler (libsupc++/vterminate.cc) prints the uncaught exception and calls abort();
+    # bash then reports the SIGABRT. The error in `what():` is the cause, whatever entry names it.
+    text = ("terminate called after throwing an instance of 'c10::Error'\n"
+            "  what():  CUDA error: an illegal memory access was encountered\n"
+            "Aborted (core dumped)\n")
+    assert diagnose_text(text).root_cause.rule == "hardware.cuda-kernel-fault"
+    # Without an error of its own before it, the abort is the failure the log shows.
+    assert diagnose_text("step 10 loss 2.31\nAborted (core dumped)\n").root_cause.rule == "process.killed-signal"
+
+
+def test_an_abort_of_another_rank_is_not_explained_by_this_ranks_error() -> None:
+    from rootrank.diagnose import Pipeline
+    from rootrank.diagnose.initiator import _aborted_after_error
+
+    pipeline = Pipeline()
+    pipeline.feed("-", enumerate(["[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered",
+                                  "[rank0]: Aborted (core dumped)", "[rank1]: Aborted (core dumped)"], start=1))
+    units = pipeline.collector.out.units
+    aborts = {u.line.rank: u for u in units if u.rule == "process.killed-signal"}
+    assert not _aborted_after_error(aborts[0], units)
+    assert _aborted_after_error(aborts[1], units)

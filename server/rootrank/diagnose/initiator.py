@@ -929,7 +929,10 @@ def _unexplained(causes: list[Event]) -> list[Event]:
     pid the kernel's OOM killer names in the same log died of that kill (the kill is the cause, whichever
     line the paste put first); and, beside a kill for memory of any kind (the kernel's, a container's,
     Slurm's cgroup: each reported when it is noticed, often after what it caused), a generic exception of
-    a process that only lost what was killed (a Ray Tune `TuneError`, a `ChildProcessError`)."""
+    a process that only lost what was killed (a Ray Tune `TuneError`, a `ChildProcessError`); and the abort
+    of a process that printed its error first (`_aborted_after_error`)."""
+    if any(_is_abort(e) for e in causes):
+        causes = [e for e in causes if not _is_abort(e) or not _aborted_after_error(e, causes)] or causes
     if any(e.rule in MEMORY_KILLS for e in causes):
         causes = [e for e in causes if e.rule != GENERIC_RULE] or causes
     if any(e.rule in WRAPPING_RULES for e in causes):
@@ -944,6 +947,19 @@ def _unexplained(causes: list[Event]) -> list[Event]:
     if not killed:
         return causes
     return [e for e in causes if e.fields.get("worker_pid") not in killed] or causes
+
+
+def _aborted_after_error(abort: Event, causes: list[Event]) -> bool:
+    """Whether the process that aborted printed an error of its own before: a C++ exception nobody caught
+    (`terminate called after throwing an instance of ...`, the error as `  what():  ...`) or a failed check
+    ends the process with abort(), so SIGABRT says how it died and that error says why. The abort is the
+    process's own word or its shell's (`Aborted (core dumped)`); its process is the abort's rank, or any when
+    the log gives it none."""
+    if abort.fields.get("signal_name") != "Aborted" or "peer" in abort.fields:
+        return False  # a launcher's report of a child's exit -6 (srun's task N): how the log names who died
+    rank = abort.line.rank
+    return any(not _is_abort(c) and c.order < abort.order and c.line.source == abort.line.source
+               and (rank is None or c.line.rank == rank) for c in causes)
 
 
 def _is_abort(event: Event) -> bool:
