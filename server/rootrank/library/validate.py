@@ -210,8 +210,9 @@ class EntryValidator:
             return None
         name, regex_text, literal = str(item["name"]), str(item["regex"]), str(item["literal"])
         ignore_case = bool(item.get("ignore_case", False))
-        if len(literal) < 4:
-            self.fail(f"{where}.literal", "must be at least 4 characters so the prefilter stays selective")
+        # Counted in UTF-8 bytes, as the prefilter looks for it: three CJK characters are nine bytes.
+        if len(literal.encode("utf-8")) < 4:
+            self.fail(f"{where}.literal", "must be at least 4 bytes (in UTF-8) so the prefilter stays selective")
         if not self.trusted and not self.regex_is_usable(where, regex_text, literal, ignore_case):
             return None
         rank_is = item.get("rank_is", "global")
