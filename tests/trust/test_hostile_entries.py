@@ -80,7 +80,7 @@ HOSTILE: dict[str, tuple[bytes, str, str]] = {
                                                        severity=["error"], log={"regex": 1})).encode(),
                     "symptoms", "list"),
     "short-literal": (entry("shortlit", lambda d: (_log(r"oom")(d), d["log"][0].update(literal="oom"))).encode(),
-                      "log[0].literal", "4 characters"),
+                      "log[0].literal", "4 bytes"),
     "duplicate-id": (entry("cuda-oom", lambda d: None).encode(), "id", "duplicate"),
 }
 
