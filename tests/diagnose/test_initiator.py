@@ -502,10 +502,11 @@ def test_a_rank_seen_only_in_the_cut_last_line_is_not_the_one_missing_from_the_t
 def test_an_abort_after_the_process_printed_its_error_is_how_it_died_not_why() -> None:
     # libstdc++'s terminate handler (libsupc++/vterminate.cc) prints the uncaught exception and calls abort();
     # bash then reports the SIGABRT. The error in `what():` is the cause, whatever entry names it.
-    text = ("terminate called after throwing an instance of 'c10::Error'\n"
-            "  what():  CUDA error: an illegal memory access was encountered\n"
+    # The NCCL error's entry ranks below the signal's, so only the abort being explained lets it win.
+    text = ("terminate called after throwing an instance of 'std::runtime_error'\n"
+            "  what():  NCCL Error 1: unhandled cuda error\n"
             "Aborted (core dumped)\n")
-    assert diagnose_text(text).root_cause.rule == "hardware.cuda-kernel-fault"
+    assert diagnose_text(text).root_cause.rule == "distributed.nccl-error"
     # Without an error of its own before it, the abort is the failure the log shows.
     assert diagnose_text("step 10 loss 2.31\nAborted (core dumped)\n").root_cause.rule == "process.killed-signal"
 

@@ -955,7 +955,7 @@ def _aborted_after_error(abort: Event, causes: list[Event]) -> bool:
     ends the process with abort(), so SIGABRT says how it died and that error says why. The abort is the
     process's own word or its shell's (`Aborted (core dumped)`); its process is the abort's rank, or any when
     the log gives it none."""
-    if (abort.fields.get("signal_name") != "Aborted" and "aborted" not in abort.fields) or "peer" in abort.fields:
+    if not _says_aborted(abort.fields) or "peer" in abort.fields:
         return False  # a launcher's report of a child's exit -6 (srun's task N): how the log names who died
     rank = abort.line.rank
     return any(not _is_abort(c) and c.order < abort.order and c.line.source == abort.line.source
@@ -965,9 +965,13 @@ def _aborted_after_error(abort: Event, causes: list[Event]) -> bool:
 def _is_abort(event: Event) -> bool:
     """A process that died of SIGABRT, as the shell, the launcher or a signal handler reports it."""
     fields = event.fields
-    return event.rule == SIGNAL_RULE and (fields.get("signal_name") == "Aborted" or "aborted" in fields  # a shell in another language
-                                          or fields.get("signal") == "SIGABRT"
+    return event.rule == SIGNAL_RULE and (_says_aborted(fields) or fields.get("signal") == "SIGABRT"
                                           or fields.get("signo") == "6" or fields.get("exitcode") == "-6")
+
+
+def _says_aborted(fields: dict[str, str]) -> bool:
+    """SIGABRT in the words of the process or its shell: `Aborted`, or its name in the shell's language."""
+    return fields.get("signal_name") == "Aborted" or "aborted" in fields
 
 
 def _waits_unnamed(event: Event) -> bool:
